@@ -1,0 +1,186 @@
+// asgd: the one executable. Subcommands: train, models, info.
+// Bad input is an asgd::Error (or a CLI11 parse error): one line on stderr and
+// a non-zero exit, never exit 0 after refusing to run.
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/blas_env.hpp"
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "common/runinfo.hpp"
+#include "dist/trainer.hpp"
+#include "io/results.hpp"
+#include "nn/model.hpp"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitFailed = 1;
+
+// Kokkos lives exactly as long as this object (views must die before finalize).
+struct KokkosScope {
+  KokkosScope() {
+    Kokkos::InitArguments args;
+    args.disable_warnings = true;
+    Kokkos::initialize(args);
+  }
+  ~KokkosScope() { Kokkos::finalize(); }
+  KokkosScope(const KokkosScope&) = delete;
+  KokkosScope& operator=(const KokkosScope&) = delete;
+};
+
+void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
+  app.add_option("--model", c.model, "Model from the zoo: mlp, lenet, cifar10-18pct, alexnet")
+      ->capture_default_str();
+  app.add_option("--dataset", c.data.kind, "fashion-mnist, mnist, cifar10 or synthetic")
+      ->capture_default_str();
+  app.add_option("--data-dir", c.data.dir,
+                 "Folder of the dataset files (default: /usr/share/datasets/<dataset>, "
+                 "./data/cifar-10-batches-bin for cifar10)");
+  app.add_option_function<asgd::index_t>(
+      "--synthetic-size", [&c](asgd::index_t v) { c.data.h = c.data.w = v; },
+      "Synthetic image height = width (default 28)");
+  app.add_option("--synthetic-channels", c.data.c, "Synthetic image channels")->capture_default_str();
+  app.add_option("--synthetic-classes", c.data.classes, "Synthetic classes")->capture_default_str();
+  app.add_option("--synthetic-train", c.data.n_train, "Synthetic training samples")
+      ->capture_default_str();
+  app.add_option("--synthetic-test", c.data.n_test, "Synthetic test samples")->capture_default_str();
+  app.add_flag("!--no-mean-subtraction", c.data.subtract_mean,
+               "Do not subtract the per-pixel training mean");
+  app.add_option("--batch,--mu", c.batch, "Samples per learner minibatch (mu)")
+      ->capture_default_str();
+  app.add_option("--lr", c.lr, "Base learning rate alpha0")->capture_default_str();
+  app.add_option("--momentum", c.momentum, "Momentum")->capture_default_str();
+  app.add_option("--weight-decay", c.weight_decay, "Weight decay (L2)")->capture_default_str();
+  app.add_option("--lr-steps", c.lr_steps, "Epochs at which the rate is multiplied by --lr-gamma")
+      ->delimiter(',');
+  app.add_option("--lr-gamma", c.lr_gamma, "Step-schedule factor")->capture_default_str();
+  app.add_option("--epochs", c.epochs, "Training epochs (fractions allowed)")->capture_default_str();
+  app.add_option("--max-steps", c.max_steps, "Stop after this many updates (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--eval-every", c.eval_every, "Epochs between test evaluations")
+      ->capture_default_str();
+  app.add_option("--eval-batch", c.eval_batch, "Batch size for evaluation")->capture_default_str();
+  app.add_option("--eval-samples", c.eval_samples, "Test samples per evaluation (0: all)")
+      ->capture_default_str();
+  app.add_option("--checkpoint-every", c.checkpoint_every, "Updates between checkpoints (0: never)")
+      ->capture_default_str();
+  app.add_option("--seed", c.seed, "Seed of initialisation, sampling and dropout")
+      ->capture_default_str();
+  app.add_option("--target-error", c.target_error, "Test error (fraction) for time-to-target")
+      ->capture_default_str();
+  app.add_option("--diverge-loss", c.diverge_loss,
+                 "Training loss above which the run ends as diverged")
+      ->capture_default_str();
+  app.add_option("--threads", c.threads, "BLAS threads per rank")->capture_default_str();
+  app.add_option("--results", c.results_dir, "Results folder")->capture_default_str();
+  app.add_option("--suite", c.suite, "Suite name (results go to <results>/<suite>/)")
+      ->capture_default_str();
+  app.add_option("--run-id", c.run_id, "Run id (default: derived from the configuration)");
+  app.add_option("--learners", c.learners, "Learner ranks (lambda)")->capture_default_str();
+  app.add_option("--servers", c.servers, "Parameter-server shards")->capture_default_str();
+  app.add_option("--protocol", c.protocol, "hardsync, softsync or nsync")->capture_default_str();
+  app.add_option("--n", c.softsync_n, "n of n-softsync (1..learners)")->capture_default_str();
+  app.add_option("--n-sync", c.n_sync, "Local steps between pushes for nsync")
+      ->capture_default_str();
+  app.add_option("--lr-policy", c.lr_policy, "constant, staleness or mean-staleness")
+      ->capture_default_str();
+}
+
+int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet) {
+  asgd::check(cfg);
+  if (dry_run) {
+    fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), asgd::resolved_run_id(cfg));
+    return 0;
+  }
+  KokkosScope kokkos;
+  const auto out = asgd::dist::train_single(cfg, {quiet, 2.0});
+  const auto& r = out.result;
+  if (out.skipped) {
+    fmt::print("run {} already finished ({}): {}\n", r.run_id, r.status, out.paths.results);
+    return 0;
+  }
+  const auto& s = r.summary;
+  fmt::print(
+      "\nrun {}  status {}\n  updates {}  epochs {:.2f}  train time {:.1f}s  {:.0f} samples/s\n"
+      "  final test error {:.2f}%  best {:.2f}%  time to {:.1f}% error: {}\n  results {}\n",
+      r.run_id, r.status, s.updates, s.epochs, s.train_time_s, s.samples_per_s,
+      100 * s.final_test_error, 100 * s.best_test_error, 100 * s.target_error,
+      std::isnan(s.time_to_target_s) ? std::string("not reached")
+                                     : fmt::format("{:.1f}s", s.time_to_target_s),
+      out.paths.results);
+  return 0;
+}
+
+int cmd_models(const std::string& which, const std::string& dataset) {
+  KokkosScope kokkos;
+  const bool cifar = dataset == "cifar10";
+  for (const auto& name : asgd::nn::model_names()) {
+    if (!which.empty() && which != name) continue;
+    asgd::nn::Shape in = name == "alexnet" ? asgd::nn::Shape{227, 227, 3}
+                         : cifar || name == "cifar10-18pct" ? asgd::nn::Shape{32, 32, 3}
+                                                            : asgd::nn::Shape{28, 28, 1};
+    auto m = asgd::nn::make_model(name, in, name == "alexnet" ? 1000 : 10);
+    m.finalize(1);
+    fmt::print("{}\n\n", m.summary());
+  }
+  return 0;
+}
+
+int cmd_info() {
+  KokkosScope kokkos;
+  const auto info = asgd::collect_run_info();
+  fmt::print("asgd-bench {}\n  host    {}\n  Kokkos  {}\n  BLAS    {}\n  HDF5    {}\n", info.git_commit,
+             info.host, info.kokkos_version, info.blas, asgd::io::hdf5_version());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  asgd::ensure_blas_core(argc, argv);
+  spdlog::set_pattern("[%H:%M:%S] %v");
+
+  CLI::App app{"asgd-bench: distributed asynchronous SGD benchmarks (GPU A-SGD, n-softsync)"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+
+  asgd::TrainConfig cfg;
+  bool dry_run = false, quiet = false;
+  auto* train = app.add_subcommand("train", "Train one run and write its HDF5 results file");
+  add_train_options(*train, cfg);
+  train->add_flag("--dry-run", dry_run, "Validate and print the resolved configuration, run nothing");
+  train->add_flag("-q,--quiet", quiet, "No progress lines");
+
+  std::string which, dataset = "fashion-mnist";
+  auto* models = app.add_subcommand("models", "Print the model zoo: layers, shapes, parameters");
+  models->add_option("name", which, "One model only");
+  models->add_option("--dataset", dataset, "Input shape of this dataset")->capture_default_str();
+
+  auto* info = app.add_subcommand("info", "Print versions: Kokkos, BLAS (and its kernel), HDF5");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (*train) return cmd_train(cfg, dry_run, quiet);
+    if (*models) return cmd_models(which, dataset);
+    if (*info) return cmd_info();
+  } catch (const asgd::Error& e) {
+    std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "asgd: failed: %s\n", e.what());
+    return kExitFailed;
+  }
+  return kExitFailed;
+}

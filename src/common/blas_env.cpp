@@ -1,0 +1,65 @@
+#include "common/blas_env.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace asgd {
+
+namespace {
+
+template <class Fn>
+Fn lookup(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+// The best OpenBLAS kernel family this CPU can run, or nullptr.
+const char* best_core() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return nullptr;
+}
+
+bool is_generic(const char* core) {
+  for (const char* slow : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+                           "Katmai", "Coppermine", "Northwood", "Banias", "Unknown"})
+    if (std::strcmp(core, slow) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void ensure_blas_core(int /*argc*/, char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  if (const char* off = std::getenv("ASGD_BLAS_AUTOTUNE"); off && std::strcmp(off, "0") == 0)
+    return;
+  auto corename = lookup<char* (*)()>("openblas_get_corename");
+  if (corename == nullptr) return;
+  const char* now = corename();
+  const char* best = best_core();
+  if (now == nullptr || best == nullptr || !is_generic(now)) return;
+  setenv("OPENBLAS_CORETYPE", best, 1);
+  execv("/proc/self/exe", argv);
+  // execv only returns on failure: carry on with the slow kernel.
+}
+
+void set_blas_threads(int threads) {
+  if (auto set = lookup<void (*)(int)>("openblas_set_num_threads")) set(threads);
+}
+
+std::string blas_info() {
+  auto config = lookup<char* (*)()>("openblas_get_config");
+  auto corename = lookup<char* (*)()>("openblas_get_corename");
+  if (config == nullptr || corename == nullptr) return "system BLAS (not OpenBLAS)";
+  return fmt::format("{} (core {})", config(), corename());
+}
+
+}  // namespace asgd

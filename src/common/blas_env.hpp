@@ -1,0 +1,21 @@
+#pragma once
+// The system BLAS under KokkosBlas, seen at run time. Debian's OpenBLAS reads
+// its kernel choice (OPENBLAS_CORETYPE) once, when the library loads, and on
+// CPUs it does not recognise falls back to a generic SSE3 kernel ("Prescott")
+// at about a fifth of the machine's sgemm speed. ensure_blas_core() fixes that
+// before anything runs by re-executing the program with OPENBLAS_CORETYPE set
+// to the best kernel the CPU supports; a user's own setting always wins, and
+// ASGD_BLAS_AUTOTUNE=0 turns this off.
+#include <string>
+
+namespace asgd {
+
+// Call first in main(), before MPI or Kokkos start. Returns only if no
+// re-exec was needed (or possible).
+void ensure_blas_core(int argc, char** argv);
+// Sets OpenBLAS's thread count when OpenBLAS is the BLAS (no-op otherwise).
+void set_blas_threads(int threads);
+// "OpenBLAS 0.3.21 ... (core SkylakeX)" or "system BLAS (not OpenBLAS)".
+std::string blas_info();
+
+}  // namespace asgd

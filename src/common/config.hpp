@@ -1,0 +1,60 @@
+#pragma once
+// The resolved configuration of one run: what `asgd train` options and suite
+// files fill in, what the results file stores (as JSON) and what a checkpoint
+// is matched against (config_hash).
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "data/dataset.hpp"
+
+namespace asgd {
+
+struct TrainConfig {
+  std::string model = "lenet";
+  data::DatasetSpec data;
+  index_t batch = 64;                // mu: samples per learner minibatch
+  double lr = 0.01;                  // alpha0
+  double momentum = 0.9;
+  double weight_decay = 0.0005;
+  std::vector<double> lr_steps;      // epochs at which alpha0 is multiplied by lr_gamma
+  double lr_gamma = 0.1;
+  double epochs = 10;
+  std::int64_t max_steps = 0;        // stop after this many updates (0: no limit)
+  double eval_every = 1;             // epochs between test evaluations
+  index_t eval_batch = 256;
+  std::int64_t eval_samples = 0;     // test samples per evaluation (0: all)
+  std::int64_t checkpoint_every = 500;  // updates between checkpoints (0: never)
+  std::uint64_t seed = 1;
+  double target_error = 0.1;         // test error fraction for time-to-target
+  double diverge_loss = 1e3;         // training loss above this (or NaN/Inf) = diverged
+  int threads = 1;                   // BLAS threads per rank
+  std::string results_dir = "results";
+  std::string suite = "adhoc";
+  std::string run_id;                // empty: derived from the config
+  // Distributed training (MPI core, virtual learners).
+  int learners = 1;
+  int servers = 1;
+  std::string protocol = "hardsync";  // hardsync | softsync | nsync
+  int softsync_n = 1;
+  int n_sync = 1;
+  std::string lr_policy = "constant";  // constant | staleness | mean-staleness
+};
+
+// Every problem in cfg, one message each; empty when the config is valid.
+std::vector<std::string> validate(const TrainConfig& cfg);
+// Throws asgd::Error listing every problem of validate() at once.
+void check(const TrainConfig& cfg);
+
+void to_json(nlohmann::json& j, const TrainConfig& c);
+void from_json(const nlohmann::json& j, TrainConfig& c);
+
+// Hex digest of the fields that change the numerics (not paths, threads, ids).
+std::string config_hash(const TrainConfig& c);
+// run_id if set, else "<model>-<dataset>-<protocol>-L<learners>-<hash8>".
+std::string resolved_run_id(const TrainConfig& c);
+
+}  // namespace asgd

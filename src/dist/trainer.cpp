@@ -1,0 +1,326 @@
+#include "dist/trainer.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/blas_env.hpp"
+#include "common/error.hpp"
+#include "common/runinfo.hpp"
+#include "data/dataset.hpp"
+#include "nn/model.hpp"
+
+namespace asgd::dist {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void ensure_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create results folder {}: {}", dir.string(), ec.message()));
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(fmt::format("results folder {} is not writable: {}", dir.string(),
+                            std::strerror(errno)));
+}
+
+std::string fmt_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto t = static_cast<long>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = a * 0xD1B54A32D192ED03ull + b + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct Eval {
+  double loss = 0, error = 0;
+};
+
+// Forward passes over the test set (or its first eval_samples) in batches.
+Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
+              std::int64_t eval_samples) {
+  const index_t total = eval_samples > 0 ? std::min<index_t>(eval_samples, test.n) : test.n;
+  const index_t bs = std::min(eval_batch, model.max_batch());
+  nn::View x("asgd::eval::x", bs * test.sample_size());
+  nn::IView y("asgd::eval::y", bs);
+  auto xh = Kokkos::create_mirror_view(x);
+  auto yh = Kokkos::create_mirror_view(y);
+  std::vector<index_t> idx;
+  double loss = 0;
+  index_t wrong = 0;
+  for (index_t start = 0; start < total; start += bs) {
+    const index_t n = std::min(bs, total - start);
+    idx.resize(n);
+    for (index_t i = 0; i < n; ++i) idx[i] = start + i;
+    data::gather_batch(test, idx, xh.data(), yh.data());
+    Kokkos::deep_copy(x, xh);
+    Kokkos::deep_copy(y, yh);
+    const auto s = model.forward_backward(n, x, y, nn::Context{false, 0}, false);
+    loss += s.loss;
+    wrong += s.wrong;
+  }
+  if (total == 0) return {};
+  return {loss / static_cast<double>(total),
+          static_cast<double>(wrong) / static_cast<double>(total)};
+}
+
+std::vector<float> to_host(const nn::View& v) {
+  std::vector<float> out(v.extent(0));
+  Kokkos::deep_copy(Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(out.data(),
+                                                                                      out.size()),
+                    v);
+  return out;
+}
+
+void from_host(const std::vector<float>& src, const nn::View& v) {
+  Kokkos::deep_copy(v, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                           src.data(), src.size()));
+}
+
+}  // namespace
+
+double scheduled_lr(const TrainConfig& cfg, double epoch) {
+  double lr = cfg.lr;
+  for (double s : cfg.lr_steps)
+    if (epoch >= s) lr *= cfg.lr_gamma;
+  return lr;
+}
+
+void summarise(io::RunResult& r, double target_error) {
+  auto& s = r.summary;
+  s.target_error = target_error;
+  s.time_to_target_s = std::numeric_limits<double>::quiet_NaN();
+  s.best_test_error = std::numeric_limits<double>::quiet_NaN();
+  s.final_test_error = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& e : r.evals) {
+    if (std::isnan(s.best_test_error) || e.test_error < s.best_test_error)
+      s.best_test_error = e.test_error;
+    if (std::isnan(s.time_to_target_s) && e.test_error <= target_error)
+      s.time_to_target_s = e.wall_s;
+  }
+  if (!r.evals.empty()) s.final_test_error = r.evals.back().test_error;
+  s.updates = r.updates.empty() ? 0 : r.updates.back().clock;
+  std::int64_t samples = 0;
+  for (const auto& u : r.updates) samples += u.samples;
+  s.samples_per_s = s.train_time_s > 0 ? static_cast<double>(samples) / s.train_time_s : 0;
+}
+
+RunPaths prepare_paths(const TrainConfig& cfg) {
+  const fs::path base = fs::path(cfg.results_dir) / cfg.suite;
+  ensure_dir(base / "runs");
+  ensure_dir(base / "checkpoints");
+  const std::string id = resolved_run_id(cfg);
+  return {(base / "runs" / (id + ".h5")).string(), (base / "checkpoints" / (id + ".h5")).string()};
+}
+
+TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
+  check(cfg);
+  if (cfg.learners != 1 || cfg.servers != 1)
+    throw Error(fmt::format(
+        "train_single runs one learner; {} learners / {} servers need the MPI core", cfg.learners,
+        cfg.servers));
+  TrainOutcome out;
+  out.paths = prepare_paths(cfg);
+  if (fs::exists(out.paths.results)) {
+    out.skipped = true;
+    out.result = io::read_results(out.paths.results);
+    return out;
+  }
+  set_blas_threads(cfg.threads);
+
+  const auto data = data::load_dataset(cfg.data);
+  nn::Model model = nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
+                                   data.train.classes);
+  model.finalize(std::max(cfg.batch, cfg.eval_batch));
+  data::Sampler sampler(data.train.n, cfg.seed, 0, 1, cfg.batch);
+  const index_t bpe = sampler.batches_per_epoch();
+  std::int64_t total_steps = static_cast<std::int64_t>(std::ceil(cfg.epochs * static_cast<double>(bpe)));
+  if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
+
+  const RunInfo info = collect_run_info();
+  io::RunResult& res = out.result;
+  res.run_id = resolved_run_id(cfg);
+  res.suite = cfg.suite;
+  res.config_json = nlohmann::json(cfg).dump();
+  res.git_commit = info.git_commit;
+  res.host = info.host;
+  res.mpi_version = "none (single process)";
+  res.kokkos_version = info.kokkos_version;
+  res.slurm_job_id = info.slurm_job_id;
+  res.slurm_array_job_id = info.slurm_array_job_id;
+  res.slurm_array_task_id = info.slurm_array_task_id;
+  res.mode = "real";
+  res.model = cfg.model;
+  res.protocol = "single";
+  res.timing_model_json = "{}";
+
+  nn::View inc("asgd::momentum", model.n_params());
+  std::int64_t clock = 0;
+  double train_s = 0;
+  if (fs::exists(out.paths.checkpoint)) {
+    const io::Checkpoint ck = io::read_checkpoint(out.paths.checkpoint);
+    const std::string want = config_hash(cfg);
+    if (ck.config_hash != want)
+      throw Error(fmt::format("{}: checkpoint was written by another configuration (hash {}, this "
+                              "run {}); remove it or choose another --run-id",
+                              out.paths.checkpoint, ck.config_hash, want));
+    if (ck.model != cfg.model || ck.n_params != model.n_params() || ck.shard_count != 1 ||
+        ck.cursors.size() != 1)
+      throw Error(fmt::format("{}: checkpoint holds model {} ({} parameters, {} shards, {} "
+                              "learners), this run is {} ({} parameters, 1 shard, 1 learner)",
+                              out.paths.checkpoint, ck.model, ck.n_params, ck.shard_count,
+                              ck.cursors.size(), cfg.model, model.n_params()));
+    from_host(ck.weights, model.params());
+    from_host(ck.momentum, inc);
+    clock = ck.clock;
+    train_s = ck.wall_s;
+    sampler.restore({ck.cursors[0].epoch, ck.cursors[0].batch});
+    res.updates = ck.progress.updates;
+    res.evals = ck.progress.evals;
+    out.resumed = true;
+    if (!opt.quiet)
+      spdlog::info("resuming {} from checkpoint at update {} ({:.2f} epochs)", res.run_id, clock,
+                   static_cast<double>(clock) / static_cast<double>(bpe));
+  } else {
+    model.init(cfg.seed);
+  }
+
+  nn::View x("asgd::x", cfg.batch * data.train.sample_size());
+  nn::IView y("asgd::y", cfg.batch);
+  auto xh = Kokkos::create_mirror_view(x);
+  auto yh = Kokkos::create_mirror_view(y);
+  std::vector<index_t> idx;
+
+  auto checkpoint = [&](std::int64_t at) {
+    io::Checkpoint ck;
+    ck.run_id = res.run_id;
+    ck.model = cfg.model;
+    ck.config_hash = config_hash(cfg);
+    ck.n_params = model.n_params();
+    ck.clock = at;
+    ck.schedule_step = at;
+    ck.epochs = static_cast<double>(at) / static_cast<double>(bpe);
+    ck.wall_s = train_s;
+    ck.weights = to_host(model.params());
+    ck.momentum = to_host(inc);
+    const auto st = sampler.state();
+    ck.cursors = {{st.epoch, st.batch}};
+    ck.rng_state = {cfg.seed};
+    ck.progress = res;
+    io::write_checkpoint(out.paths.checkpoint, ck);
+  };
+  auto run_eval = [&](std::int64_t at) {
+    const auto t0 = Clock::now();
+    const Eval e = evaluate(model, data.test, cfg.eval_batch, cfg.eval_samples);
+    res.evals.push_back({static_cast<double>(at) / static_cast<double>(bpe), at, train_s, e.loss,
+                         e.error, seconds_since(t0)});
+    if (!opt.quiet)
+      spdlog::info("eval  epoch {:.2f}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
+                   res.evals.back().epoch, e.loss, 100 * e.error, res.evals.back().eval_s);
+  };
+
+  if (!opt.quiet) {
+    spdlog::info("run {} -> {}", res.run_id, out.paths.results);
+    spdlog::info("{}", model.summary());
+    spdlog::info("data {}: {} train, {} test, {}x{}x{}; batch {}, {} updates ({} per epoch); BLAS {}",
+                 data.train.name, data.train.n, data.test.n, data.train.h, data.train.w,
+                 data.train.c, cfg.batch, total_steps, bpe, info.blas);
+  }
+
+  std::string status = "completed";
+  auto last_print = Clock::now();
+  double win_loss = 0, win_err = 0;
+  std::int64_t win_n = 0, win_start_clock = clock;
+  double win_start_train = train_s;
+  const double flops = model.flops_per_sample_train();
+  while (clock < total_steps) {
+    const auto t0 = Clock::now();
+    const double epoch_before = static_cast<double>(clock) / static_cast<double>(bpe);
+    const double lr = scheduled_lr(cfg, epoch_before);
+    sampler.next(idx);
+    data::gather_batch(data.train, idx, xh.data(), yh.data());
+    Kokkos::deep_copy(x, xh);
+    Kokkos::deep_copy(y, yh);
+    model.zero_grads();
+    const auto s = model.forward_backward(cfg.batch, x, y, nn::Context{true, mix(cfg.seed, clock)},
+                                          true);
+    kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(lr),
+                                   static_cast<real_t>(cfg.momentum),
+                                   static_cast<real_t>(cfg.weight_decay), model.grads(), inc,
+                                   model.params());
+    Kokkos::fence();
+    train_s += seconds_since(t0);
+    ++clock;
+    const double loss = s.loss / static_cast<double>(cfg.batch);
+    const double err = static_cast<double>(s.wrong) / static_cast<double>(cfg.batch);
+    res.updates.push_back({clock, train_s, 1, 0.0, lr, loss, err, cfg.batch});
+    win_loss += loss;
+    win_err += err;
+    ++win_n;
+    if (!std::isfinite(loss) || loss > cfg.diverge_loss) {
+      status = "diverged";
+      if (!opt.quiet)
+        spdlog::warn("diverged at update {}: training loss {} (bound {})", clock, loss,
+                     cfg.diverge_loss);
+      break;
+    }
+    const double epoch_after = static_cast<double>(clock) / static_cast<double>(bpe);
+    if (std::floor(epoch_after / cfg.eval_every) > std::floor(epoch_before / cfg.eval_every) &&
+        clock < total_steps)
+      run_eval(clock);
+    if (cfg.checkpoint_every > 0 && clock % cfg.checkpoint_every == 0 && clock < total_steps)
+      checkpoint(clock);
+    if (!opt.quiet && (seconds_since(last_print) >= opt.progress_every_s || clock == total_steps)) {
+      const double rate = static_cast<double>((clock - win_start_clock) * cfg.batch) /
+                          std::max(1e-9, train_s - win_start_train);
+      const double eta = static_cast<double>((total_steps - clock) * cfg.batch) / rate;
+      spdlog::info("epoch {:.2f}/{:g}  update {}/{}  loss {:.4f}  err {:.2f}%  {:.0f} samples/s "
+                   "({:.1f} GFLOP/s)  ETA {}",
+                   epoch_after, std::min(cfg.epochs, static_cast<double>(total_steps) /
+                                                         static_cast<double>(bpe)),
+                   clock, total_steps, win_loss / static_cast<double>(win_n),
+                   100 * win_err / static_cast<double>(win_n), rate, rate * flops / 1e9,
+                   fmt_duration(eta));
+      last_print = Clock::now();
+      win_loss = win_err = 0;
+      win_n = 0;
+      win_start_clock = clock;
+      win_start_train = train_s;
+    }
+  }
+  if (status == "completed") run_eval(clock);
+
+  res.status = status;
+  std::int64_t samples = 0;
+  for (const auto& u : res.updates) samples += u.samples;
+  res.learners = {{0, train_s, 0, 0, 0, clock, samples}};
+  res.summary.train_time_s = train_s;
+  res.summary.epochs = static_cast<double>(clock) / static_cast<double>(bpe);
+  summarise(res, cfg.target_error);
+  checkpoint(clock);
+  io::write_results(out.paths.results, res);
+  return out;
+}
+
+}  // namespace asgd::dist

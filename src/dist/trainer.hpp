@@ -1,0 +1,41 @@
+#pragma once
+// Single-learner training: SGD with momentum and weight decay on one rank,
+// step schedule, evaluation off the training clock, progress lines,
+// checkpoints every k updates with exact resume, results as one HDF5 file.
+#include <string>
+
+#include "common/config.hpp"
+#include "io/results.hpp"
+
+namespace asgd::dist {
+
+struct RunPaths {
+  std::string results;     // <results_dir>/<suite>/runs/<run-id>.h5
+  std::string checkpoint;  // <results_dir>/<suite>/checkpoints/<run-id>.h5
+};
+
+// Creates the folders and checks they are writable; throws asgd::Error naming
+// the folder otherwise (before any training starts).
+RunPaths prepare_paths(const TrainConfig& cfg);
+
+struct TrainOutcome {
+  io::RunResult result;
+  RunPaths paths;
+  bool skipped = false;   // the results file already existed: nothing was run
+  bool resumed = false;   // continued from a checkpoint
+};
+
+struct TrainOptions {
+  bool quiet = false;          // no progress lines
+  double progress_every_s = 2;  // seconds between progress lines
+};
+
+TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt = {});
+
+// Learning rate at a given epoch: lr * gamma^(number of lr_steps <= epoch).
+double scheduled_lr(const TrainConfig& cfg, double epoch);
+
+// Fills summary fields (final/best error, time to target) from the series.
+void summarise(io::RunResult& r, double target_error);
+
+}  // namespace asgd::dist

@@ -1,0 +1,113 @@
+#pragma once
+// HDF5 results and checkpoints. This header sees plain structs only; the
+// implementation (results.cpp, checkpoint.cpp) is the only code in the project
+// that includes HDF5 headers. The on-disk layout is documented in
+// results/README.md and checked by read_results / read_checkpoint.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace asgd::io {
+
+inline constexpr std::int32_t kResultsSchemaVersion = 1;
+inline constexpr std::int32_t kCheckpointSchemaVersion = 1;
+
+// One row per server update (per optimizer step for a single learner).
+struct UpdateRecord {
+  std::int64_t clock = 0;     // server clock after this update
+  double wall_s = 0;          // training time since start (evaluation excluded), s
+  std::int32_t gradients = 0; // gradients combined in this update (c)
+  double mean_tau = 0;        // mean staleness of those gradients
+  double rate = 0;            // effective learning rate applied (alpha0 * mean factor)
+  double train_loss = 0;      // mean minibatch loss of those gradients
+  double train_error = 0;     // minibatch error fraction of those gradients
+  std::int64_t samples = 0;   // samples in this update
+};
+
+struct EvalRecord {
+  double epoch = 0;           // training epochs done when evaluated
+  std::int64_t clock = 0;
+  double wall_s = 0;          // training time at evaluation (off the clock)
+  double test_loss = 0;
+  double test_error = 0;      // fraction in [0, 1]
+  double eval_s = 0;          // time the evaluation itself took
+};
+
+struct LearnerTiming {
+  std::int32_t learner = 0;
+  double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;
+  std::int64_t gradients = 0;  // gradients this learner pushed
+  std::int64_t samples = 0;
+};
+
+struct Summary {
+  double target_error = std::numeric_limits<double>::quiet_NaN();
+  double time_to_target_s = std::numeric_limits<double>::quiet_NaN();  // NaN: not reached
+  double final_test_error = std::numeric_limits<double>::quiet_NaN();
+  double best_test_error = std::numeric_limits<double>::quiet_NaN();
+  double samples_per_s = 0;
+  std::int64_t updates = 0;
+  double epochs = 0;
+  double train_time_s = 0;
+};
+
+struct RunResult {
+  // root attributes
+  std::int32_t schema_version = kResultsSchemaVersion;
+  std::string run_id, suite, config_json, git_commit, host;
+  std::string mpi_version, kokkos_version, hdf5_version;  // hdf5_version filled by the writer
+  std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id;
+  std::string mode = "real";        // real | virtual
+  std::string status = "completed"; // completed | diverged | failed
+  std::string model, protocol;
+  std::string timing_model_json = "{}";
+  // datasets
+  std::vector<UpdateRecord> updates;
+  std::vector<EvalRecord> evals;
+  std::vector<std::int64_t> staleness_histogram;  // [tau] = count
+  std::vector<LearnerTiming> learners;
+  Summary summary;
+};
+
+// Writes path atomically: to "<path>.tmp.<pid>" in the same folder, then
+// rename(2). Throws asgd::Error naming the path on any failure and leaves an
+// existing file at path untouched.
+void write_results(const std::string& path, const RunResult& r);
+// Reads and validates (schema version first, then every required attribute
+// and dataset, equal column lengths). Throws asgd::Error naming what is wrong.
+RunResult read_results(const std::string& path);
+
+struct LearnerCursor {
+  std::int64_t epoch = 0, batch = 0;  // data::Sampler::State
+};
+
+struct Checkpoint {
+  std::int32_t schema_version = kCheckpointSchemaVersion;
+  std::string run_id, model;
+  std::string config_hash;            // refuse to resume a different config
+  std::int64_t n_params = 0;          // whole model
+  std::int32_t shard_index = 0, shard_count = 1;
+  std::int64_t shard_offset = 0;      // first parameter of this shard
+  std::int64_t clock = 0;             // server updates done
+  std::int64_t schedule_step = 0;     // position in the learning-rate schedule
+  double epochs = 0;
+  double wall_s = 0;                  // training time so far
+  std::vector<float> weights, momentum;  // this shard
+  std::vector<LearnerCursor> cursors;    // one per learner
+  std::vector<std::uint64_t> rng_state;  // opaque RNG words (dropout etc.)
+  RunResult progress;                    // series so far, to continue the results
+};
+
+// Same atomic write as write_results.
+void write_checkpoint(const std::string& path, const Checkpoint& c);
+// Checks the magic attribute "asgd-checkpoint" and the schema version first;
+// a truncated, corrupt or foreign file is an asgd::Error naming the path.
+Checkpoint read_checkpoint(const std::string& path);
+
+// Version string of the HDF5 library, "1.10.8".
+std::string hdf5_version();
+
+}  // namespace asgd::io

@@ -1,0 +1,612 @@
+#pragma once
+// Kokkos kernels for every layer, forward and backward.
+//
+// Layout is NHWC throughout, LayoutRight:
+//   N = batch, H, W = height, width, C = channels, F = filters (output channels),
+//   KH, KW = kernel height, width, K = KH*KW*C (im2col row length),
+//   M = outputs of a dense layer.
+// A convolution is im2col (rows (n, oh, ow), columns (kh, kw, c)) followed by one
+// GEMM col[N*OH*OW, K] x Wt[K, F] -> y[N*OH*OW, F], which already is NHWC.
+//
+// Public entry points check ranks and extents on the host and throw asgd::Error
+// with every extent in the message; the functors they launch check nothing and
+// allocate nothing. Backward passes ADD into parameter gradients (callers zero
+// them) and OVERWRITE activation gradients (dx).
+#include <KokkosBlas1_fill.hpp>
+#include <KokkosBlas2_gemv.hpp>
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <cstdint>
+#include <fmt/format.h>
+#include <limits>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/types.hpp"
+
+namespace asgd::kernels {
+
+// Kokkos 3.4 keeps its math functions in Kokkos::Experimental; 3.7+ in Kokkos.
+namespace kmath {
+#if KOKKOS_VERSION >= 30700
+using Kokkos::exp;
+using Kokkos::log;
+using Kokkos::pow;
+#else
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::log;
+using Kokkos::Experimental::pow;
+#endif
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T neg_infinity() {
+  return -Kokkos::Experimental::infinity<T>::value;
+}
+}  // namespace kmath
+
+template <class Space>
+using View1 = Kokkos::View<real_t*, Kokkos::LayoutRight, typename Space::memory_space>;
+template <class Space>
+using View2 = Kokkos::View<real_t**, Kokkos::LayoutRight, typename Space::memory_space>;
+template <class Space>
+using IView1 = Kokkos::View<std::int32_t*, Kokkos::LayoutRight, typename Space::memory_space>;
+
+// Geometry of a 2-D window operation (convolution or pooling) on NHWC data.
+struct Window {
+  index_t n = 0, h = 0, w = 0, c = 0;  // input
+  index_t kh = 1, kw = 1;              // window
+  index_t stride = 1, pad = 0;
+  index_t oh = 0, ow = 0;              // output (set by conv_window / pool_window)
+};
+
+// Output size of a convolution: floor((H + 2*pad - KH) / stride) + 1.
+inline Window conv_window(index_t n, index_t h, index_t w, index_t c, index_t k, index_t stride,
+                          index_t pad) {
+  if (k < 1 || stride < 1 || pad < 0 || h + 2 * pad < k || w + 2 * pad < k)
+    throw Error(fmt::format("conv window: kernel {} stride {} pad {} does not fit input {}x{}", k,
+                            stride, pad, h, w));
+  Window g{n, h, w, c, k, k, stride, pad, 0, 0};
+  g.oh = (h + 2 * pad - k) / stride + 1;
+  g.ow = (w + 2 * pad - k) / stride + 1;
+  return g;
+}
+
+// Output size of a pooling window, cuda-convnet's ceil mode (start 0):
+// ceil((H - K) / stride) + 1; windows that run past the edge are clipped.
+inline Window pool_window(index_t n, index_t h, index_t w, index_t c, index_t k, index_t stride) {
+  if (k < 1 || stride < 1 || h < k || w < k)
+    throw Error(fmt::format("pool window: size {} stride {} does not fit input {}x{}", k, stride,
+                            h, w));
+  Window g{n, h, w, c, k, k, stride, 0, 0, 0};
+  g.oh = (h - k + stride - 1) / stride + 1;
+  g.ow = (w - k + stride - 1) / stride + 1;
+  return g;
+}
+
+namespace detail {
+
+inline void check_len(const char* what, const char* name, std::size_t have, index_t want) {
+  if (static_cast<index_t>(have) < want)
+    throw Error(fmt::format("{}: {} has {} elements, needs {}", what, name, have, want));
+}
+
+template <class Space>
+View2<Space> as_matrix(const View1<Space>& v, index_t rows, index_t cols) {
+  return View2<Space>(v.data(), rows, cols);
+}
+
+// y[r, f] += b[f] for every row r.
+template <class Space>
+void add_bias(const View2<Space>& y, const View1<Space>& b) {
+  const index_t cols = y.extent(1);
+  Kokkos::parallel_for(
+      "asgd::add_bias", Kokkos::RangePolicy<Space>(0, y.extent(0)), KOKKOS_LAMBDA(index_t r) {
+        for (index_t f = 0; f < cols; ++f) y(r, f) += b(f);
+      });
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Dense: y[N, M] = x[N, K] * w[K, M] + b[M]
+// ---------------------------------------------------------------------------
+template <class Space>
+void dense_forward(index_t n, index_t k, index_t m, const View1<Space>& x, const View1<Space>& w,
+                   const View1<Space>& b, const View1<Space>& y) {
+  const char* what = "dense_forward";
+  detail::check_len(what, "x", x.extent(0), n * k);
+  detail::check_len(what, "w", w.extent(0), k * m);
+  detail::check_len(what, "b", b.extent(0), m);
+  detail::check_len(what, "y", y.extent(0), n * m);
+  if (n == 0 || m == 0) return;
+  auto y2 = detail::as_matrix<Space>(y, n, m);
+  if (k == 0) {
+    Kokkos::deep_copy(y2, real_t(0));
+  } else {
+    KokkosBlas::gemm("N", "N", real_t(1), detail::as_matrix<Space>(x, n, k),
+                     detail::as_matrix<Space>(w, k, m), real_t(0), y2);
+  }
+  detail::add_bias<Space>(y2, b);
+}
+
+// dw[K, M] += x^T dy; db[M] += sum over rows of dy; dx[N, K] = dy w^T when
+// dx.data() != nullptr (the first layer needs no input gradient). ones is a
+// workspace of at least N ones (for the bias reduction as a GEMV).
+template <class Space>
+void dense_backward(index_t n, index_t k, index_t m, const View1<Space>& x, const View1<Space>& w,
+                    const View1<Space>& dy, const View1<Space>& dx, const View1<Space>& dw,
+                    const View1<Space>& db, const View1<Space>& ones) {
+  const char* what = "dense_backward";
+  detail::check_len(what, "x", x.extent(0), n * k);
+  detail::check_len(what, "w", w.extent(0), k * m);
+  detail::check_len(what, "dy", dy.extent(0), n * m);
+  detail::check_len(what, "dw", dw.extent(0), k * m);
+  detail::check_len(what, "db", db.extent(0), m);
+  detail::check_len(what, "ones", ones.extent(0), n);
+  if (dx.data() != nullptr) detail::check_len(what, "dx", dx.extent(0), n * k);
+  if (n == 0 || m == 0) {
+    if (dx.data() != nullptr && n * k > 0)
+      Kokkos::deep_copy(Kokkos::subview(dx, std::make_pair(index_t(0), n * k)), real_t(0));
+    return;
+  }
+  auto dy2 = detail::as_matrix<Space>(dy, n, m);
+  if (k > 0) {
+    KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(x, n, k), dy2, real_t(1),
+                     detail::as_matrix<Space>(dw, k, m));
+  }
+  KokkosBlas::gemv("T", real_t(1), dy2, Kokkos::subview(ones, std::make_pair(index_t(0), n)),
+                   real_t(1), Kokkos::subview(db, std::make_pair(index_t(0), m)));
+  if (dx.data() != nullptr && k > 0) {
+    KokkosBlas::gemm("N", "T", real_t(1), dy2, detail::as_matrix<Space>(w, k, m), real_t(0),
+                     detail::as_matrix<Space>(dx, n, k));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Convolution: x[N, H, W, C] -> col[N*OH*OW, K] -> y[N*OH*OW, F]
+// ---------------------------------------------------------------------------
+template <class Space>
+void im2col(const Window& g, const View1<Space>& x, const View1<Space>& col) {
+  detail::check_len("im2col", "x", x.extent(0), g.n * g.h * g.w * g.c);
+  detail::check_len("im2col", "col", col.extent(0), g.n * g.oh * g.ow * g.kh * g.kw * g.c);
+  const Window q = g;
+  const index_t rows = g.n * g.oh * g.ow;
+  Kokkos::parallel_for(
+      "asgd::conv2d_forward[im2col]", Kokkos::RangePolicy<Space>(0, rows),
+      KOKKOS_LAMBDA(index_t r) {
+        const index_t ox = r % q.ow;
+        const index_t oy = (r / q.ow) % q.oh;
+        const index_t b = r / (q.ow * q.oh);
+        real_t* out = col.data() + r * q.kh * q.kw * q.c;
+        for (index_t i = 0; i < q.kh; ++i) {
+          const index_t iy = oy * q.stride - q.pad + i;
+          for (index_t j = 0; j < q.kw; ++j) {
+            const index_t ix = ox * q.stride - q.pad + j;
+            real_t* dst = out + (i * q.kw + j) * q.c;
+            if (iy < 0 || iy >= q.h || ix < 0 || ix >= q.w) {
+              for (index_t ch = 0; ch < q.c; ++ch) dst[ch] = real_t(0);
+            } else {
+              const real_t* src = x.data() + ((b * q.h + iy) * q.w + ix) * q.c;
+              for (index_t ch = 0; ch < q.c; ++ch) dst[ch] = src[ch];
+            }
+          }
+        }
+      });
+}
+
+// dx[n, y, x, c] = sum of dcol entries that im2col copied from (n, y, x, c).
+// Gather form: each input pixel sums its own contributions, no atomics.
+template <class Space>
+void col2im(const Window& g, const View1<Space>& dcol, const View1<Space>& dx) {
+  detail::check_len("col2im", "dcol", dcol.extent(0), g.n * g.oh * g.ow * g.kh * g.kw * g.c);
+  detail::check_len("col2im", "dx", dx.extent(0), g.n * g.h * g.w * g.c);
+  const Window q = g;
+  const index_t pixels = g.n * g.h * g.w;
+  Kokkos::parallel_for(
+      "asgd::conv2d_backward[col2im]", Kokkos::RangePolicy<Space>(0, pixels),
+      KOKKOS_LAMBDA(index_t p) {
+        const index_t ix = p % q.w;
+        const index_t iy = (p / q.w) % q.h;
+        const index_t b = p / (q.w * q.h);
+        real_t* out = dx.data() + p * q.c;
+        for (index_t ch = 0; ch < q.c; ++ch) out[ch] = real_t(0);
+        const index_t py = iy + q.pad, px = ix + q.pad;
+        // output rows oy with oy*stride <= py <= oy*stride + kh - 1
+        const index_t oy_lo = py >= q.kh ? (py - q.kh) / q.stride + 1 : 0;
+        const index_t oy_hi = py / q.stride < q.oh - 1 ? py / q.stride : q.oh - 1;
+        const index_t ox_lo = px >= q.kw ? (px - q.kw) / q.stride + 1 : 0;
+        const index_t ox_hi = px / q.stride < q.ow - 1 ? px / q.stride : q.ow - 1;
+        for (index_t oy = oy_lo; oy <= oy_hi; ++oy) {
+          const index_t i = py - oy * q.stride;
+          for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+            const index_t j = px - ox * q.stride;
+            const real_t* src =
+                dcol.data() + (((b * q.oh + oy) * q.ow + ox) * q.kh * q.kw + i * q.kw + j) * q.c;
+            for (index_t ch = 0; ch < q.c; ++ch) out[ch] += src[ch];
+          }
+        }
+      });
+}
+
+// y = conv(x, wt) + b. wt is [KH*KW*C, F]; col is the im2col workspace, kept
+// for the backward pass.
+template <class Space>
+void conv2d_forward(const Window& g, index_t f, const View1<Space>& x, const View1<Space>& wt,
+                    const View1<Space>& b, const View1<Space>& col, const View1<Space>& y) {
+  const char* what = "conv2d_forward";
+  const index_t k = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow;
+  detail::check_len(what, "wt", wt.extent(0), k * f);
+  detail::check_len(what, "b", b.extent(0), f);
+  detail::check_len(what, "y", y.extent(0), rows * f);
+  if (rows == 0 || f == 0) return;
+  im2col<Space>(g, x, col);
+  auto y2 = detail::as_matrix<Space>(y, rows, f);
+  KokkosBlas::gemm("N", "N", real_t(1), detail::as_matrix<Space>(col, rows, k),
+                   detail::as_matrix<Space>(wt, k, f), real_t(0), y2);
+  detail::add_bias<Space>(y2, b);
+}
+
+// dwt += col^T dy; db += column sums of dy; if dx.data(): dcol = dy wt^T and
+// dx = col2im(dcol). col must hold im2col(x) from the forward pass.
+template <class Space>
+void conv2d_backward(const Window& g, index_t f, const View1<Space>& col, const View1<Space>& wt,
+                     const View1<Space>& dy, const View1<Space>& dcol, const View1<Space>& dx,
+                     const View1<Space>& dwt, const View1<Space>& db, const View1<Space>& ones) {
+  const char* what = "conv2d_backward";
+  const index_t k = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow;
+  detail::check_len(what, "col", col.extent(0), rows * k);
+  detail::check_len(what, "wt", wt.extent(0), k * f);
+  detail::check_len(what, "dy", dy.extent(0), rows * f);
+  detail::check_len(what, "dwt", dwt.extent(0), k * f);
+  detail::check_len(what, "db", db.extent(0), f);
+  detail::check_len(what, "ones", ones.extent(0), rows);
+  if (rows == 0 || f == 0) return;
+  auto dy2 = detail::as_matrix<Space>(dy, rows, f);
+  KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k), dy2, real_t(1),
+                   detail::as_matrix<Space>(dwt, k, f));
+  KokkosBlas::gemv("T", real_t(1), dy2, Kokkos::subview(ones, std::make_pair(index_t(0), rows)),
+                   real_t(1), Kokkos::subview(db, std::make_pair(index_t(0), f)));
+  if (dx.data() != nullptr) {
+    detail::check_len(what, "dcol", dcol.extent(0), rows * k);
+    KokkosBlas::gemm("N", "T", real_t(1), dy2, detail::as_matrix<Space>(wt, k, f), real_t(0),
+                     detail::as_matrix<Space>(dcol, rows, k));
+    col2im<Space>(g, dcol, dx);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Pooling (ceil mode, clipped windows): x[N, H, W, C] -> y[N, OH, OW, C]
+// ---------------------------------------------------------------------------
+template <class Space>
+void maxpool_forward(const Window& g, const View1<Space>& x, const View1<Space>& y,
+                     const IView1<Space>& argmax) {
+  detail::check_len("maxpool_forward", "x", x.extent(0), g.n * g.h * g.w * g.c);
+  detail::check_len("maxpool_forward", "y", y.extent(0), g.n * g.oh * g.ow * g.c);
+  detail::check_len("maxpool_forward", "argmax", argmax.extent(0), g.n * g.oh * g.ow * g.c);
+  const Window q = g;
+  Kokkos::parallel_for(
+      "asgd::maxpool_forward", Kokkos::RangePolicy<Space>(0, g.n * g.oh * g.ow),
+      KOKKOS_LAMBDA(index_t r) {
+        const index_t ox = r % q.ow, oy = (r / q.ow) % q.oh, b = r / (q.ow * q.oh);
+        const index_t y0 = oy * q.stride, x0 = ox * q.stride;
+        const index_t y1 = y0 + q.kh < q.h ? y0 + q.kh : q.h;
+        const index_t x1 = x0 + q.kw < q.w ? x0 + q.kw : q.w;
+        for (index_t ch = 0; ch < q.c; ++ch) {
+          real_t best = kmath::neg_infinity<real_t>();
+          std::int32_t at = static_cast<std::int32_t>((y0 * q.w + x0));
+          for (index_t iy = y0; iy < y1; ++iy)
+            for (index_t ix = x0; ix < x1; ++ix) {
+              const real_t v = x(((b * q.h + iy) * q.w + ix) * q.c + ch);
+              if (v > best) {
+                best = v;
+                at = static_cast<std::int32_t>(iy * q.w + ix);
+              }
+            }
+          y(r * q.c + ch) = best;
+          argmax(r * q.c + ch) = at;
+        }
+      });
+}
+
+// dx = sum over windows whose maximum was this element of dy (gather form).
+template <class Space>
+void maxpool_backward(const Window& g, const IView1<Space>& argmax, const View1<Space>& dy,
+                      const View1<Space>& dx) {
+  detail::check_len("maxpool_backward", "dy", dy.extent(0), g.n * g.oh * g.ow * g.c);
+  detail::check_len("maxpool_backward", "dx", dx.extent(0), g.n * g.h * g.w * g.c);
+  const Window q = g;
+  Kokkos::parallel_for(
+      "asgd::maxpool_backward", Kokkos::RangePolicy<Space>(0, g.n * g.h * g.w),
+      KOKKOS_LAMBDA(index_t p) {
+        const index_t ix = p % q.w, iy = (p / q.w) % q.h, b = p / (q.w * q.h);
+        const auto self = static_cast<std::int32_t>(iy * q.w + ix);
+        const index_t oy_lo = iy >= q.kh ? (iy - q.kh) / q.stride + 1 : 0;
+        const index_t oy_hi = iy / q.stride < q.oh - 1 ? iy / q.stride : q.oh - 1;
+        const index_t ox_lo = ix >= q.kw ? (ix - q.kw) / q.stride + 1 : 0;
+        const index_t ox_hi = ix / q.stride < q.ow - 1 ? ix / q.stride : q.ow - 1;
+        for (index_t ch = 0; ch < q.c; ++ch) {
+          real_t s = 0;
+          for (index_t oy = oy_lo; oy <= oy_hi; ++oy)
+            for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+              const index_t o = ((b * q.oh + oy) * q.ow + ox) * q.c + ch;
+              if (argmax(o) == self) s += dy(o);
+            }
+          dx(p * q.c + ch) = s;
+        }
+      });
+}
+
+// Average over the valid (clipped) part of each window.
+template <class Space>
+void avgpool_forward(const Window& g, const View1<Space>& x, const View1<Space>& y) {
+  detail::check_len("avgpool_forward", "x", x.extent(0), g.n * g.h * g.w * g.c);
+  detail::check_len("avgpool_forward", "y", y.extent(0), g.n * g.oh * g.ow * g.c);
+  const Window q = g;
+  Kokkos::parallel_for(
+      "asgd::avgpool_forward", Kokkos::RangePolicy<Space>(0, g.n * g.oh * g.ow),
+      KOKKOS_LAMBDA(index_t r) {
+        const index_t ox = r % q.ow, oy = (r / q.ow) % q.oh, b = r / (q.ow * q.oh);
+        const index_t y0 = oy * q.stride, x0 = ox * q.stride;
+        const index_t y1 = y0 + q.kh < q.h ? y0 + q.kh : q.h;
+        const index_t x1 = x0 + q.kw < q.w ? x0 + q.kw : q.w;
+        const real_t inv = real_t(1) / static_cast<real_t>((y1 - y0) * (x1 - x0));
+        real_t* out = y.data() + r * q.c;
+        for (index_t ch = 0; ch < q.c; ++ch) out[ch] = 0;
+        for (index_t iy = y0; iy < y1; ++iy)
+          for (index_t ix = x0; ix < x1; ++ix) {
+            const real_t* src = x.data() + ((b * q.h + iy) * q.w + ix) * q.c;
+            for (index_t ch = 0; ch < q.c; ++ch) out[ch] += src[ch];
+          }
+        for (index_t ch = 0; ch < q.c; ++ch) out[ch] *= inv;
+      });
+}
+
+template <class Space>
+void avgpool_backward(const Window& g, const View1<Space>& dy, const View1<Space>& dx) {
+  detail::check_len("avgpool_backward", "dy", dy.extent(0), g.n * g.oh * g.ow * g.c);
+  detail::check_len("avgpool_backward", "dx", dx.extent(0), g.n * g.h * g.w * g.c);
+  const Window q = g;
+  Kokkos::parallel_for(
+      "asgd::avgpool_backward", Kokkos::RangePolicy<Space>(0, g.n * g.h * g.w),
+      KOKKOS_LAMBDA(index_t p) {
+        const index_t ix = p % q.w, iy = (p / q.w) % q.h, b = p / (q.w * q.h);
+        const index_t oy_lo = iy >= q.kh ? (iy - q.kh) / q.stride + 1 : 0;
+        const index_t oy_hi = iy / q.stride < q.oh - 1 ? iy / q.stride : q.oh - 1;
+        const index_t ox_lo = ix >= q.kw ? (ix - q.kw) / q.stride + 1 : 0;
+        const index_t ox_hi = ix / q.stride < q.ow - 1 ? ix / q.stride : q.ow - 1;
+        real_t* out = dx.data() + p * q.c;
+        for (index_t ch = 0; ch < q.c; ++ch) out[ch] = 0;
+        for (index_t oy = oy_lo; oy <= oy_hi; ++oy) {
+          const index_t y0 = oy * q.stride, y1 = y0 + q.kh < q.h ? y0 + q.kh : q.h;
+          for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+            const index_t x0 = ox * q.stride, x1 = x0 + q.kw < q.w ? x0 + q.kw : q.w;
+            const real_t inv = real_t(1) / static_cast<real_t>((y1 - y0) * (x1 - x0));
+            const real_t* src = dy.data() + ((b * q.oh + oy) * q.ow + ox) * q.c;
+            for (index_t ch = 0; ch < q.c; ++ch) out[ch] += src[ch] * inv;
+          }
+        }
+      });
+}
+
+// ---------------------------------------------------------------------------
+// Local response normalisation on NHWC data, cuda-convnet style:
+//   d_i = k + (alpha / S) * sum_{j in window(i)} x_j^2,  y_i = x_i * d_i^(-beta)
+// same-map: window = size x size pixels of the same channel, S = size^2;
+// cross-map: window = size neighbouring channels at the same pixel, S = size.
+// Windows are centred (size odd) and clipped at the edges.
+// ---------------------------------------------------------------------------
+struct LrnParams {
+  index_t n = 0, h = 0, w = 0, c = 0;
+  index_t size = 3;
+  real_t alpha = real_t(1e-4), beta = real_t(0.75), k = real_t(1);
+  bool cross_map = false;
+};
+
+namespace detail {
+// Calls fn(j) for every flat index j in the window of element (b, iy, ix, ch).
+template <class Fn>
+KOKKOS_INLINE_FUNCTION void lrn_window(const LrnParams& p, index_t b, index_t iy, index_t ix,
+                                       index_t ch, Fn&& fn) {
+  const index_t half = p.size / 2;
+  if (p.cross_map) {
+    const index_t lo = ch - half < 0 ? 0 : ch - half;
+    const index_t hi = ch + half > p.c - 1 ? p.c - 1 : ch + half;
+    const index_t base = ((b * p.h + iy) * p.w + ix) * p.c;
+    for (index_t j = lo; j <= hi; ++j) fn(base + j);
+  } else {
+    const index_t y0 = iy - half < 0 ? 0 : iy - half;
+    const index_t y1 = iy + half > p.h - 1 ? p.h - 1 : iy + half;
+    const index_t x0 = ix - half < 0 ? 0 : ix - half;
+    const index_t x1 = ix + half > p.w - 1 ? p.w - 1 : ix + half;
+    for (index_t yy = y0; yy <= y1; ++yy)
+      for (index_t xx = x0; xx <= x1; ++xx) fn(((b * p.h + yy) * p.w + xx) * p.c + ch);
+  }
+}
+}  // namespace detail
+
+inline void check_lrn(const LrnParams& p) {
+  if (p.size < 1 || p.size % 2 == 0)
+    throw Error(fmt::format("lrn: size {} must be odd and positive", p.size));
+}
+
+// denom is a workspace (same size as x) kept for the backward pass.
+template <class Space>
+void lrn_forward(const LrnParams& p, const View1<Space>& x, const View1<Space>& denom,
+                 const View1<Space>& y) {
+  check_lrn(p);
+  const index_t total = p.n * p.h * p.w * p.c;
+  detail::check_len("lrn_forward", "x", x.extent(0), total);
+  detail::check_len("lrn_forward", "denom", denom.extent(0), total);
+  detail::check_len("lrn_forward", "y", y.extent(0), total);
+  const LrnParams q = p;
+  const real_t scale = p.alpha / static_cast<real_t>(p.cross_map ? p.size : p.size * p.size);
+  Kokkos::parallel_for(
+      "asgd::lrn_forward", Kokkos::RangePolicy<Space>(0, total), KOKKOS_LAMBDA(index_t i) {
+        const index_t ch = i % q.c, ix = (i / q.c) % q.w, iy = (i / (q.c * q.w)) % q.h;
+        const index_t b = i / (q.c * q.w * q.h);
+        real_t s = 0;
+        detail::lrn_window(q, b, iy, ix, ch, [&](index_t j) { s += x(j) * x(j); });
+        const real_t d = q.k + scale * s;
+        denom(i) = d;
+        y(i) = x(i) * kmath::pow(d, -q.beta);
+      });
+}
+
+// dx_i = dy_i d_i^-beta - 2 beta (alpha/S) x_i sum_{j in window(i)} dy_j y_j / d_j
+// (windows are symmetric, so i in window(j) iff j in window(i)). t is a
+// workspace the size of x.
+template <class Space>
+void lrn_backward(const LrnParams& p, const View1<Space>& x, const View1<Space>& y,
+                  const View1<Space>& denom, const View1<Space>& dy, const View1<Space>& t,
+                  const View1<Space>& dx) {
+  check_lrn(p);
+  const index_t total = p.n * p.h * p.w * p.c;
+  for (auto [name, len] : {std::pair{"x", x.extent(0)}, {"y", y.extent(0)},
+                           {"denom", denom.extent(0)}, {"dy", dy.extent(0)},
+                           {"t", t.extent(0)}, {"dx", dx.extent(0)}})
+    detail::check_len("lrn_backward", name, len, total);
+  const LrnParams q = p;
+  const real_t scale = p.alpha / static_cast<real_t>(p.cross_map ? p.size : p.size * p.size);
+  Kokkos::parallel_for(
+      "asgd::lrn_backward[t]", Kokkos::RangePolicy<Space>(0, total),
+      KOKKOS_LAMBDA(index_t i) { t(i) = dy(i) * y(i) / denom(i); });
+  Kokkos::parallel_for(
+      "asgd::lrn_backward", Kokkos::RangePolicy<Space>(0, total), KOKKOS_LAMBDA(index_t i) {
+        const index_t ch = i % q.c, ix = (i / q.c) % q.w, iy = (i / (q.c * q.w)) % q.h;
+        const index_t b = i / (q.c * q.w * q.h);
+        real_t s = 0;
+        detail::lrn_window(q, b, iy, ix, ch, [&](index_t j) { s += t(j); });
+        dx(i) = dy(i) * kmath::pow(denom(i), -q.beta) - real_t(2) * q.beta * scale * x(i) * s;
+      });
+}
+
+// ---------------------------------------------------------------------------
+// Pointwise
+// ---------------------------------------------------------------------------
+template <class Space>
+void relu_forward(index_t len, const View1<Space>& x, const View1<Space>& y) {
+  detail::check_len("relu_forward", "x", x.extent(0), len);
+  detail::check_len("relu_forward", "y", y.extent(0), len);
+  Kokkos::parallel_for(
+      "asgd::relu_forward", Kokkos::RangePolicy<Space>(0, len),
+      KOKKOS_LAMBDA(index_t i) { y(i) = x(i) > real_t(0) ? x(i) : real_t(0); });
+}
+
+// Uses the forward output: dx = dy where y > 0. Safe in place (dx == dy).
+template <class Space>
+void relu_backward(index_t len, const View1<Space>& y, const View1<Space>& dy,
+                   const View1<Space>& dx) {
+  detail::check_len("relu_backward", "y", y.extent(0), len);
+  detail::check_len("relu_backward", "dy", dy.extent(0), len);
+  detail::check_len("relu_backward", "dx", dx.extent(0), len);
+  Kokkos::parallel_for(
+      "asgd::relu_backward", Kokkos::RangePolicy<Space>(0, len),
+      KOKKOS_LAMBDA(index_t i) { dx(i) = y(i) > real_t(0) ? dy(i) : real_t(0); });
+}
+
+// Counter-based uniform in [0, 1) from (seed, i): splitmix64, so dropout masks
+// are reproducible and independent of the order of evaluation.
+KOKKOS_INLINE_FUNCTION real_t hash_uniform(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<real_t>(static_cast<double>(z >> 40) * (1.0 / 16777216.0));
+}
+
+// Inverted dropout: keep with probability 1 - p, scale kept values by 1/(1-p).
+// scale is a workspace holding 0 or 1/(1-p) per element, for the backward pass.
+template <class Space>
+void dropout_forward(index_t len, real_t p, std::uint64_t seed, const View1<Space>& x,
+                     const View1<Space>& scale, const View1<Space>& y) {
+  if (!(p >= 0 && p < 1)) throw Error(fmt::format("dropout: rate {} not in [0, 1)", p));
+  detail::check_len("dropout_forward", "x", x.extent(0), len);
+  detail::check_len("dropout_forward", "scale", scale.extent(0), len);
+  detail::check_len("dropout_forward", "y", y.extent(0), len);
+  const real_t keep = real_t(1) / (real_t(1) - p);
+  Kokkos::parallel_for(
+      "asgd::dropout_forward", Kokkos::RangePolicy<Space>(0, len), KOKKOS_LAMBDA(index_t i) {
+        const real_t s = hash_uniform(seed, static_cast<std::uint64_t>(i)) < p ? real_t(0) : keep;
+        scale(i) = s;
+        y(i) = x(i) * s;
+      });
+}
+
+template <class Space>
+void dropout_backward(index_t len, const View1<Space>& scale, const View1<Space>& dy,
+                      const View1<Space>& dx) {
+  detail::check_len("dropout_backward", "scale", scale.extent(0), len);
+  detail::check_len("dropout_backward", "dy", dy.extent(0), len);
+  detail::check_len("dropout_backward", "dx", dx.extent(0), len);
+  Kokkos::parallel_for(
+      "asgd::dropout_backward", Kokkos::RangePolicy<Space>(0, len),
+      KOKKOS_LAMBDA(index_t i) { dx(i) = dy(i) * scale(i); });
+}
+
+// ---------------------------------------------------------------------------
+// Softmax cross-entropy over logits[N, M] with integer labels[N].
+// Returns the summed loss and the number of wrong argmax predictions; writes
+// dlogits = (softmax - onehot) * grad_scale (grad_scale = 1/N gives the
+// gradient of the mean loss). dlogits may alias nothing else.
+// ---------------------------------------------------------------------------
+struct LossSum {
+  double loss = 0;
+  index_t wrong = 0;
+};
+
+template <class Space>
+LossSum softmax_xent(index_t n, index_t m, const View1<Space>& logits, const IView1<Space>& labels,
+                     real_t grad_scale, const View1<Space>& dlogits) {
+  detail::check_len("softmax_xent", "logits", logits.extent(0), n * m);
+  detail::check_len("softmax_xent", "labels", labels.extent(0), n);
+  const bool want_grad = dlogits.data() != nullptr;
+  if (want_grad) detail::check_len("softmax_xent", "dlogits", dlogits.extent(0), n * m);
+  if (m < 1 && n > 0) throw Error("softmax_xent: zero classes");
+  double loss = 0;
+  index_t wrong = 0;
+  Kokkos::parallel_reduce(
+      "asgd::softmax_xent", Kokkos::RangePolicy<Space>(0, n),
+      KOKKOS_LAMBDA(index_t r, double& l, index_t& w) {
+        const real_t* z = logits.data() + r * m;
+        real_t zmax = kmath::neg_infinity<real_t>();
+        index_t arg = 0;
+        for (index_t j = 0; j < m; ++j)
+          if (z[j] > zmax) {
+            zmax = z[j];
+            arg = j;
+          }
+        double sum = 0;
+        for (index_t j = 0; j < m; ++j) sum += kmath::exp(static_cast<double>(z[j] - zmax));
+        const index_t lab = labels(r);
+        l += kmath::log(sum) - static_cast<double>(z[lab] - zmax);
+        w += arg != lab ? 1 : 0;
+        if (want_grad) {
+          real_t* g = dlogits.data() + r * m;
+          for (index_t j = 0; j < m; ++j) {
+            const double pj = kmath::exp(static_cast<double>(z[j] - zmax)) / sum;
+            g[j] = static_cast<real_t>((pj - (j == lab ? 1.0 : 0.0)) * grad_scale);
+          }
+        }
+      },
+      loss, wrong);
+  return {loss, wrong};
+}
+
+// ---------------------------------------------------------------------------
+// SGD update, cuda-convnet form: inc = m*inc - a*(g + wd*w); w += inc.
+// ---------------------------------------------------------------------------
+template <class Space>
+void sgd_update(index_t len, real_t lr, real_t momentum, real_t weight_decay,
+                const View1<Space>& g, const View1<Space>& inc, const View1<Space>& w) {
+  detail::check_len("sgd_update", "g", g.extent(0), len);
+  detail::check_len("sgd_update", "inc", inc.extent(0), len);
+  detail::check_len("sgd_update", "w", w.extent(0), len);
+  Kokkos::parallel_for(
+      "asgd::sgd_update", Kokkos::RangePolicy<Space>(0, len), KOKKOS_LAMBDA(index_t i) {
+        const real_t v = momentum * inc(i) - lr * (g(i) + weight_decay * w(i));
+        inc(i) = v;
+        w(i) += v;
+      });
+}
+
+}  // namespace asgd::kernels

@@ -1,0 +1,461 @@
+#include "nn/model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include "common/error.hpp"
+
+namespace asgd::nn {
+
+namespace {
+
+namespace k = asgd::kernels;
+
+View slice(const View& v, index_t offset, index_t len) {
+  return Kokkos::subview(v, std::make_pair(offset, offset + len));
+}
+
+std::string shape_str(Shape s) { return fmt::format("{}x{}x{}", s.h, s.w, s.c); }
+
+// Box-Muller on 53-bit uniforms from mt19937_64, whose output sequence the
+// standard fixes, so initial weights are identical on every platform.
+class NormalRng {
+ public:
+  explicit NormalRng(std::uint64_t seed) : gen_(seed) {}
+  double uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }
+  double normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = 1.0 - uniform(), u2 = uniform();
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(2 * std::numbers::pi * u2);
+    has_spare_ = true;
+    return r * std::cos(2 * std::numbers::pi * u2);
+  }
+
+ private:
+  std::mt19937_64 gen_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+void fill_weights(const Init& init, std::uint64_t seed, index_t fan_in, index_t fan_out,
+                  real_t* w, index_t nw, real_t* b, index_t nb) {
+  NormalRng rng(seed);
+  if (init.kind == "zero") {
+    std::fill(w, w + nw, real_t(0));
+  } else if (init.kind == "normal" || init.kind == "he") {
+    const double std = init.kind == "he" ? std::sqrt(2.0 / static_cast<double>(fan_in)) : init.std;
+    for (index_t i = 0; i < nw; ++i) w[i] = static_cast<real_t>(rng.normal() * std);
+  } else if (init.kind == "xavier") {
+    const double lim = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+    for (index_t i = 0; i < nw; ++i) w[i] = static_cast<real_t>((2 * rng.uniform() - 1) * lim);
+  } else {
+    throw Error(fmt::format("unknown init '{}' (known: he, normal, xavier, zero)", init.kind));
+  }
+  std::fill(b, b + nb, static_cast<real_t>(init.bias));
+}
+
+// Each layer's init seed mixes the model seed with the layer index.
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = a + 0x9E3779B97F4A7C15ull * (b + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+class Conv final : public Layer {
+ public:
+  Conv(std::string name, Shape in, index_t f, index_t kk, index_t stride, index_t pad, Init init)
+      : Layer(std::move(name), in), f_(f), init_(std::move(init)) {
+    if (f < 1) throw Error(fmt::format("{}: filters must be >= 1, got {}", name_, f));
+    win_ = k::conv_window(0, in.h, in.w, in.c, kk, stride, pad);
+    out_ = {win_.oh, win_.ow, f};
+  }
+  std::string kind() const override { return "conv"; }
+  std::string describe() const override {
+    return fmt::format("conv {}x{} s{} p{} -> {}", win_.kh, win_.kw, win_.stride, win_.pad, f_);
+  }
+  index_t k_len() const { return win_.kh * win_.kw * win_.c; }
+  index_t n_params() const override { return k_len() * f_ + f_; }
+  void bind(const View& p, const View& g) override {
+    w_ = slice(p, 0, k_len() * f_);
+    b_ = slice(p, k_len() * f_, f_);
+    dw_ = slice(g, 0, k_len() * f_);
+    db_ = slice(g, k_len() * f_, f_);
+  }
+  void init(std::uint64_t seed, real_t* host) const override {
+    fill_weights(init_, seed, k_len(), win_.kh * win_.kw * f_, host, k_len() * f_,
+                 host + k_len() * f_, f_);
+  }
+  void reserve(index_t batch) override {
+    const index_t rows = batch * win_.oh * win_.ow;
+    col_ = View("asgd::conv::col", rows * k_len());
+    if (need_dx_) dcol_ = View("asgd::conv::dcol", rows * k_len());
+    ones_ = View("asgd::conv::ones", rows);
+    Kokkos::deep_copy(ones_, real_t(1));
+  }
+  void forward(index_t n, const View& x, const View& y, const Context&) override {
+    k::Window g = win_;
+    g.n = n;
+    k::conv2d_forward<Space>(g, f_, x, w_, b_, col_, y);
+  }
+  void backward(index_t n, const View&, const View&, const View& dy, const View& dx) override {
+    k::Window g = win_;
+    g.n = n;
+    k::conv2d_backward<Space>(g, f_, col_, w_, dy, dcol_, dx, dw_, db_, ones_);
+  }
+  double flops_forward(index_t n) const override {
+    return 2.0 * static_cast<double>(n * win_.oh * win_.ow * k_len() * f_);
+  }
+  double flops_backward(index_t n, bool with_dx) const override {
+    return flops_forward(n) * (with_dx ? 2 : 1);
+  }
+  void set_need_dx(bool v) { need_dx_ = v; }
+
+ private:
+  index_t f_;
+  Init init_;
+  k::Window win_;
+  bool need_dx_ = true;
+  View w_, b_, dw_, db_, col_, dcol_, ones_;
+};
+
+class Dense final : public Layer {
+ public:
+  Dense(std::string name, Shape in, index_t m, Init init)
+      : Layer(std::move(name), in), m_(m), init_(std::move(init)) {
+    if (m < 1) throw Error(fmt::format("{}: outputs must be >= 1, got {}", name_, m));
+    out_ = {1, 1, m};
+  }
+  std::string kind() const override { return "dense"; }
+  std::string describe() const override { return fmt::format("dense {} -> {}", in_.size(), m_); }
+  index_t n_params() const override { return in_.size() * m_ + m_; }
+  void bind(const View& p, const View& g) override {
+    const index_t nw = in_.size() * m_;
+    w_ = slice(p, 0, nw);
+    b_ = slice(p, nw, m_);
+    dw_ = slice(g, 0, nw);
+    db_ = slice(g, nw, m_);
+  }
+  void init(std::uint64_t seed, real_t* host) const override {
+    const index_t nw = in_.size() * m_;
+    fill_weights(init_, seed, in_.size(), m_, host, nw, host + nw, m_);
+  }
+  void reserve(index_t batch) override {
+    ones_ = View("asgd::dense::ones", batch);
+    Kokkos::deep_copy(ones_, real_t(1));
+  }
+  void forward(index_t n, const View& x, const View& y, const Context&) override {
+    k::dense_forward<Space>(n, in_.size(), m_, x, w_, b_, y);
+  }
+  void backward(index_t n, const View& x, const View&, const View& dy, const View& dx) override {
+    k::dense_backward<Space>(n, in_.size(), m_, x, w_, dy, dx, dw_, db_, ones_);
+  }
+  double flops_forward(index_t n) const override {
+    return 2.0 * static_cast<double>(n * in_.size() * m_);
+  }
+  double flops_backward(index_t n, bool with_dx) const override {
+    return flops_forward(n) * (with_dx ? 2 : 1);
+  }
+
+ private:
+  index_t m_;
+  Init init_;
+  View w_, b_, dw_, db_, ones_;
+};
+
+class Pool final : public Layer {
+ public:
+  Pool(std::string name, Shape in, index_t kk, index_t stride, bool max)
+      : Layer(std::move(name), in), max_(max) {
+    win_ = k::pool_window(0, in.h, in.w, in.c, kk, stride);
+    out_ = {win_.oh, win_.ow, in.c};
+  }
+  std::string kind() const override { return max_ ? "maxpool" : "avgpool"; }
+  std::string describe() const override {
+    return fmt::format("{} {}x{} s{}", kind(), win_.kh, win_.kw, win_.stride);
+  }
+  void reserve(index_t batch) override {
+    if (max_) argmax_ = IView("asgd::maxpool::argmax", batch * out_.size());
+  }
+  void forward(index_t n, const View& x, const View& y, const Context&) override {
+    k::Window g = win_;
+    g.n = n;
+    if (max_)
+      k::maxpool_forward<Space>(g, x, y, argmax_);
+    else
+      k::avgpool_forward<Space>(g, x, y);
+  }
+  void backward(index_t n, const View&, const View&, const View& dy, const View& dx) override {
+    if (dx.data() == nullptr) return;
+    k::Window g = win_;
+    g.n = n;
+    if (max_)
+      k::maxpool_backward<Space>(g, argmax_, dy, dx);
+    else
+      k::avgpool_backward<Space>(g, dy, dx);
+  }
+  double flops_forward(index_t n) const override {
+    return static_cast<double>(n * out_.size() * win_.kh * win_.kw);
+  }
+
+ private:
+  bool max_;
+  k::Window win_;
+  IView argmax_;
+};
+
+class Lrn final : public Layer {
+ public:
+  Lrn(std::string name, Shape in, k::LrnParams p) : Layer(std::move(name), in), p_(p) {
+    k::check_lrn(p_);
+    p_.h = in.h;
+    p_.w = in.w;
+    p_.c = in.c;
+  }
+  std::string kind() const override { return "lrn"; }
+  std::string describe() const override {
+    return fmt::format("lrn {} size {} a={} b={} k={}", p_.cross_map ? "cross-map" : "same-map",
+                       p_.size, p_.alpha, p_.beta, p_.k);
+  }
+  void reserve(index_t batch) override {
+    denom_ = View("asgd::lrn::denom", batch * in_.size());
+    t_ = View("asgd::lrn::t", batch * in_.size());
+  }
+  void forward(index_t n, const View& x, const View& y, const Context&) override {
+    k::LrnParams p = p_;
+    p.n = n;
+    k::lrn_forward<Space>(p, x, denom_, y);
+  }
+  void backward(index_t n, const View& x, const View& y, const View& dy, const View& dx) override {
+    if (dx.data() == nullptr) return;
+    k::LrnParams p = p_;
+    p.n = n;
+    k::lrn_backward<Space>(p, x, y, denom_, dy, t_, dx);
+  }
+  double flops_forward(index_t n) const override {
+    const index_t win = p_.cross_map ? p_.size : p_.size * p_.size;
+    return static_cast<double>(n * in_.size() * (2 * win + 4));
+  }
+
+ private:
+  k::LrnParams p_;
+  View denom_, t_;
+};
+
+class Relu final : public Layer {
+ public:
+  using Layer::Layer;
+  std::string kind() const override { return "relu"; }
+  void forward(index_t n, const View& x, const View& y, const Context&) override {
+    k::relu_forward<Space>(n * in_.size(), x, y);
+  }
+  void backward(index_t n, const View&, const View& y, const View& dy, const View& dx) override {
+    if (dx.data() != nullptr) k::relu_backward<Space>(n * in_.size(), y, dy, dx);
+  }
+  double flops_forward(index_t n) const override { return static_cast<double>(n * in_.size()); }
+};
+
+class Dropout final : public Layer {
+ public:
+  Dropout(std::string name, Shape in, real_t p) : Layer(std::move(name), in), p_(p) {
+    if (!(p >= 0 && p < 1)) throw Error(fmt::format("{}: dropout rate {} not in [0, 1)", name_, p));
+  }
+  std::string kind() const override { return "dropout"; }
+  std::string describe() const override { return fmt::format("dropout {}", p_); }
+  void reserve(index_t batch) override { scale_ = View("asgd::dropout::scale", batch * in_.size()); }
+  void forward(index_t n, const View& x, const View& y, const Context& ctx) override {
+    const index_t len = n * in_.size();
+    if (ctx.train) {
+      k::dropout_forward<Space>(len, p_, ctx.seed, x, scale_, y);
+    } else {
+      Kokkos::deep_copy(slice(y, 0, len), slice(x, 0, len));
+    }
+  }
+  void backward(index_t n, const View&, const View&, const View& dy, const View& dx) override {
+    if (dx.data() != nullptr) k::dropout_backward<Space>(n * in_.size(), scale_, dy, dx);
+  }
+
+ private:
+  real_t p_;
+  View scale_;
+};
+
+}  // namespace
+
+Model::Model(std::string name, Shape input, std::int32_t classes)
+    : name_(std::move(name)), input_(input), classes_(classes) {
+  if (input.size() < 1 || classes < 1)
+    throw Error(fmt::format("model {}: bad input {} or classes {}", name_, shape_str(input),
+                            classes));
+}
+
+Shape Model::out_shape() const { return layers_.empty() ? input_ : layers_.back()->out_shape(); }
+
+std::string Model::next_name(const std::string& kind) const {
+  return fmt::format("{}{}", kind, layers_.size() + 1);
+}
+
+Model& Model::conv(index_t filters, index_t kk, index_t stride, index_t pad, Init init) {
+  layers_.push_back(
+      std::make_unique<Conv>(next_name("conv"), out_shape(), filters, kk, stride, pad, init));
+  return *this;
+}
+Model& Model::maxpool(index_t kk, index_t stride) {
+  layers_.push_back(std::make_unique<Pool>(next_name("maxpool"), out_shape(), kk, stride, true));
+  return *this;
+}
+Model& Model::avgpool(index_t kk, index_t stride) {
+  layers_.push_back(std::make_unique<Pool>(next_name("avgpool"), out_shape(), kk, stride, false));
+  return *this;
+}
+Model& Model::lrn(index_t size, real_t alpha, real_t beta, real_t kk, bool cross_map) {
+  k::LrnParams p;
+  p.size = size;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.k = kk;
+  p.cross_map = cross_map;
+  layers_.push_back(std::make_unique<Lrn>(next_name("lrn"), out_shape(), p));
+  return *this;
+}
+Model& Model::relu() {
+  layers_.push_back(std::make_unique<Relu>(next_name("relu"), out_shape()));
+  return *this;
+}
+Model& Model::dropout(real_t p) {
+  layers_.push_back(std::make_unique<Dropout>(next_name("dropout"), out_shape(), p));
+  return *this;
+}
+Model& Model::dense(index_t outputs, Init init) {
+  layers_.push_back(std::make_unique<Dense>(next_name("fc"), out_shape(), outputs, init));
+  return *this;
+}
+
+void Model::finalize(index_t max_batch) {
+  if (layers_.empty()) throw Error(fmt::format("model {}: no layers", name_));
+  if (out_shape().size() != classes_)
+    throw Error(fmt::format("model {}: output {} does not match {} classes", name_,
+                            shape_str(out_shape()), classes_));
+  if (max_batch < 1) throw Error(fmt::format("model {}: batch {} < 1", name_, max_batch));
+  max_batch_ = max_batch;
+  n_params_ = 0;
+  for (const auto& l : layers_) n_params_ += l->n_params();
+  params_ = View("asgd::params", n_params_);
+  grads_ = View("asgd::grads", n_params_);
+  if (auto* c = dynamic_cast<Conv*>(layers_.front().get())) c->set_need_dx(false);
+  index_t off = 0, widest = input_.size();
+  acts_.clear();
+  for (auto& l : layers_) {
+    l->bind(slice(params_, off, l->n_params()), slice(grads_, off, l->n_params()));
+    off += l->n_params();
+    l->reserve(max_batch);
+    acts_.emplace_back("asgd::activation", max_batch * l->out_shape().size());
+    widest = std::max(widest, l->out_shape().size());
+  }
+  grad_a_ = View("asgd::grad_a", max_batch * widest);
+  grad_b_ = View("asgd::grad_b", max_batch * widest);
+  dlogits_ = View("asgd::dlogits", max_batch * classes_);
+}
+
+void Model::init(std::uint64_t seed) {
+  auto host = Kokkos::create_mirror_view(params_);
+  index_t off = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->init(mix(seed, i), host.data() + off);
+    off += layers_[i]->n_params();
+  }
+  Kokkos::deep_copy(params_, host);
+}
+
+void Model::zero_grads() { Kokkos::deep_copy(grads_, real_t(0)); }
+
+kernels::LossSum Model::forward_backward(index_t n, const View& x, const IView& labels,
+                                         const Context& ctx, bool backward) {
+  if (n < 0 || n > max_batch_)
+    throw Error(fmt::format("model {}: batch {} outside [0, {}]", name_, n, max_batch_));
+  if (static_cast<index_t>(x.extent(0)) < n * input_.size())
+    throw Error(fmt::format("model {}: input has {} values, batch {} needs {}", name_,
+                            x.extent(0), n, n * input_.size()));
+  const std::size_t nl = layers_.size();
+  for (std::size_t i = 0; i < nl; ++i) layers_[i]->forward(n, i == 0 ? x : acts_[i - 1], acts_[i], ctx);
+  View dlogits = backward ? dlogits_ : View();
+  auto sum = k::softmax_xent<Space>(n, classes_, acts_.back(), labels,
+                                    n > 0 ? real_t(1) / static_cast<real_t>(n) : real_t(0),
+                                    dlogits);
+  if (!backward) return sum;
+  View dy = dlogits_;
+  for (std::size_t i = nl; i-- > 0;) {
+    View dx = i == 0 ? View() : (dy.data() == grad_a_.data() ? grad_b_ : grad_a_);
+    layers_[i]->backward(n, i == 0 ? x : acts_[i - 1], acts_[i], dy, dx);
+    dy = dx;
+  }
+  return sum;
+}
+
+double Model::flops_per_sample_forward() const {
+  double f = 0;
+  for (const auto& l : layers_) f += l->flops_forward(1);
+  return f;
+}
+
+double Model::flops_per_sample_train() const {
+  double f = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    f += layers_[i]->flops_forward(1) + layers_[i]->flops_backward(1, i != 0);
+  return f;
+}
+
+std::string Model::summary() const {
+  std::string s = fmt::format("model {} (input {}, {} classes)\n", name_, shape_str(input_), classes_);
+  s += fmt::format("  {:<10} {:<36} {:>12} {:>12}\n", "layer", "kind", "output", "params");
+  for (const auto& l : layers_)
+    s += fmt::format("  {:<10} {:<36} {:>12} {:>12}\n", l->name(), l->describe(),
+                     shape_str(l->out_shape()), l->n_params());
+  s += fmt::format("  total parameters {}, {:.1f} MFLOP per sample (forward + backward)",
+                   n_params_, flops_per_sample_train() / 1e6);
+  return s;
+}
+
+std::vector<std::string> model_names() { return {"mlp", "lenet", "cifar10-18pct", "alexnet"}; }
+
+Model make_model(const std::string& name, Shape in, std::int32_t classes) {
+  Model m(name, in, classes);
+  if (name == "mlp") {
+    m.dense(512).relu().dense(256).relu().dense(classes);
+  } else if (name == "lenet") {
+    m.conv(32, 5, 1, 2).relu().maxpool(2, 2);
+    m.conv(64, 5, 1, 2).relu().maxpool(2, 2);
+    m.dense(1024).relu().dense(classes);
+  } else if (name == "cifar10-18pct") {
+    // cuda-convnet layers-18pct.cfg with its initW; rnorm scale 0.00005, pow 0.75.
+    const Init conv1{"normal", 1e-4, 0}, rest{"normal", 1e-2, 0};
+    m.conv(32, 5, 1, 2, conv1).maxpool(3, 2).relu().lrn(3, 5e-5f, 0.75f, 1.0f, false);
+    m.conv(32, 5, 1, 2, rest).relu().avgpool(3, 2).lrn(3, 5e-5f, 0.75f, 1.0f, false);
+    m.conv(64, 5, 1, 2, rest).relu().avgpool(3, 2);
+    m.dense(classes, rest);
+  } else if (name == "alexnet") {
+    // Krizhevsky et al. 2012, one tower (no grouped convolutions), 227x227x3 input.
+    const Init conv{"normal", 1e-2, 0}, fc{"normal", 5e-3, 0};
+    m.conv(96, 11, 4, 0, conv).relu().lrn(5, 1e-4f, 0.75f, 2.0f, true).maxpool(3, 2);
+    m.conv(256, 5, 1, 2, conv).relu().lrn(5, 1e-4f, 0.75f, 2.0f, true).maxpool(3, 2);
+    m.conv(384, 3, 1, 1, conv).relu().conv(384, 3, 1, 1, conv).relu();
+    m.conv(256, 3, 1, 1, conv).relu().maxpool(3, 2);
+    m.dense(4096, fc).relu().dropout(0.5f).dense(4096, fc).relu().dropout(0.5f);
+    m.dense(classes, fc);
+  } else {
+    std::string known;
+    for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(fmt::format("unknown model '{}' (known: {})", name, known));
+  }
+  return m;
+}
+
+}  // namespace asgd::nn

@@ -1,0 +1,436 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "io/results.hpp"
+
+namespace fs = std::filesystem;
+using asgd::io::Checkpoint;
+using asgd::io::RunResult;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Runs fn and returns the asgd::Error message; fails the test if none is thrown.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const asgd::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected asgd::Error";
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Equal, or both NaN.
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+RunResult sample_result() {
+  RunResult r;
+  r.run_id = "run-0042";
+  r.suite = "smoke";
+  // Larger than HDF5's 64 KiB compact-attribute limit, with quotes and UTF-8.
+  r.config_json = R"({"model":"lenet","note":"µ-batch \"quoted\"","pad":")" + std::string(70000, 'x') + "\"}";
+  r.git_commit = "0123456789abcdef";
+  r.host = "node017";
+  r.mpi_version = "Open MPI v4.1.4";
+  r.kokkos_version = "4.0.1";
+  r.hdf5_version = "ignored: the writer fills this";
+  r.slurm_job_id = "123";
+  r.slurm_array_job_id = "";
+  r.slurm_array_task_id = "7";
+  r.mode = "virtual";
+  r.status = "diverged";
+  r.model = "lenet";
+  r.protocol = "async";
+  r.timing_model_json = R"({"compute_s":0.01})";
+  r.updates = {
+      {1, 0.5, 4, 1.25, 0.1, 2.3, 0.9, 512},
+      {2, 1.0, 3, kNaN, 0.05, kNaN, 0.8, 384},
+      {3, 1.5, 4, 0.0, 0.025, std::numeric_limits<double>::infinity(), 1.0, 512},
+  };
+  r.evals = {
+      {0.5, 2, 1.0, 1.9, 0.6, 0.25},
+      {1.0, 3, 1.5, kNaN, 0.55, 0.2},
+  };
+  r.staleness_histogram = {10, 0, 3, 1};
+  r.learners = {
+      {0, 1.5, 0.25, 0.125, 0.0625, 6, 768},
+      {1, 1.4, 0.3, 0.1, 0.07, 5, 640},
+  };
+  r.summary.target_error = 0.1;
+  r.summary.time_to_target_s = kNaN;
+  r.summary.final_test_error = 0.55;
+  r.summary.best_test_error = 0.55;
+  r.summary.samples_per_s = 1024.5;
+  r.summary.updates = 3;
+  r.summary.epochs = 1.0;
+  r.summary.train_time_s = 1.5;
+  return r;
+}
+
+Checkpoint sample_checkpoint() {
+  Checkpoint c;
+  c.run_id = "run-0042";
+  c.model = "lenet";
+  c.config_hash = "sha256:abcdef";
+  c.n_params = 1000;
+  c.shard_index = 1;
+  c.shard_count = 4;
+  c.shard_offset = 250;
+  c.clock = 77;
+  c.schedule_step = 70;
+  c.epochs = 2.5;
+  c.wall_s = 12.75;
+  for (int i = 0; i < 250; ++i) {
+    c.weights.push_back(0.001f * static_cast<float>(i) - 0.1f);
+    c.momentum.push_back(-0.0005f * static_cast<float>(i));
+  }
+  c.weights[3] = std::numeric_limits<float>::quiet_NaN();
+  c.cursors = {{2, 17}, {2, 19}, {3, 0}};
+  c.rng_state = {0x0123456789abcdefULL, 0xfedcba9876543210ULL, 0, std::numeric_limits<std::uint64_t>::max()};
+  c.progress = sample_result();
+  return c;
+}
+
+void expect_same(const RunResult& a, const RunResult& b) {
+  EXPECT_EQ(a.schema_version, b.schema_version);
+  EXPECT_EQ(a.run_id, b.run_id);
+  EXPECT_EQ(a.suite, b.suite);
+  EXPECT_EQ(a.config_json, b.config_json);
+  EXPECT_EQ(a.git_commit, b.git_commit);
+  EXPECT_EQ(a.host, b.host);
+  EXPECT_EQ(a.mpi_version, b.mpi_version);
+  EXPECT_EQ(a.kokkos_version, b.kokkos_version);
+  EXPECT_EQ(a.slurm_job_id, b.slurm_job_id);
+  EXPECT_EQ(a.slurm_array_job_id, b.slurm_array_job_id);
+  EXPECT_EQ(a.slurm_array_task_id, b.slurm_array_task_id);
+  EXPECT_EQ(a.mode, b.mode);
+  EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(a.protocol, b.protocol);
+  EXPECT_EQ(a.timing_model_json, b.timing_model_json);
+
+  ASSERT_EQ(a.updates.size(), b.updates.size());
+  for (std::size_t i = 0; i < a.updates.size(); ++i) {
+    SCOPED_TRACE("update " + std::to_string(i));
+    const auto &x = a.updates[i], &y = b.updates[i];
+    EXPECT_EQ(x.clock, y.clock);
+    EXPECT_TRUE(same(x.wall_s, y.wall_s));
+    EXPECT_EQ(x.gradients, y.gradients);
+    EXPECT_TRUE(same(x.mean_tau, y.mean_tau));
+    EXPECT_TRUE(same(x.rate, y.rate));
+    EXPECT_TRUE(same(x.train_loss, y.train_loss));
+    EXPECT_TRUE(same(x.train_error, y.train_error));
+    EXPECT_EQ(x.samples, y.samples);
+  }
+  ASSERT_EQ(a.evals.size(), b.evals.size());
+  for (std::size_t i = 0; i < a.evals.size(); ++i) {
+    SCOPED_TRACE("eval " + std::to_string(i));
+    const auto &x = a.evals[i], &y = b.evals[i];
+    EXPECT_TRUE(same(x.epoch, y.epoch));
+    EXPECT_EQ(x.clock, y.clock);
+    EXPECT_TRUE(same(x.wall_s, y.wall_s));
+    EXPECT_TRUE(same(x.test_loss, y.test_loss));
+    EXPECT_TRUE(same(x.test_error, y.test_error));
+    EXPECT_TRUE(same(x.eval_s, y.eval_s));
+  }
+  EXPECT_EQ(a.staleness_histogram, b.staleness_histogram);
+  ASSERT_EQ(a.learners.size(), b.learners.size());
+  for (std::size_t i = 0; i < a.learners.size(); ++i) {
+    SCOPED_TRACE("learner " + std::to_string(i));
+    const auto &x = a.learners[i], &y = b.learners[i];
+    EXPECT_EQ(x.learner, y.learner);
+    EXPECT_TRUE(same(x.compute_s, y.compute_s));
+    EXPECT_TRUE(same(x.wait_s, y.wait_s));
+    EXPECT_TRUE(same(x.push_s, y.push_s));
+    EXPECT_TRUE(same(x.pull_s, y.pull_s));
+    EXPECT_EQ(x.gradients, y.gradients);
+    EXPECT_EQ(x.samples, y.samples);
+  }
+  EXPECT_TRUE(same(a.summary.target_error, b.summary.target_error));
+  EXPECT_TRUE(same(a.summary.time_to_target_s, b.summary.time_to_target_s));
+  EXPECT_TRUE(same(a.summary.final_test_error, b.summary.final_test_error));
+  EXPECT_TRUE(same(a.summary.best_test_error, b.summary.best_test_error));
+  EXPECT_TRUE(same(a.summary.samples_per_s, b.summary.samples_per_s));
+  EXPECT_EQ(a.summary.updates, b.summary.updates);
+  EXPECT_TRUE(same(a.summary.epochs, b.summary.epochs));
+  EXPECT_TRUE(same(a.summary.train_time_s, b.summary.train_time_s));
+}
+
+// Bitwise, so NaN payloads and -0.0 count too.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("asgd_test_io_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Names in dir_ that look like abandoned temp files.
+  std::vector<std::string> temp_leftovers() const {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      const std::string name = entry.path().filename().string();
+      if (contains(name, ".tmp.")) found.push_back(name);
+    }
+    return found;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(IoTest, ResultsRoundTripKeepsEveryFieldAndNaN) {
+  const RunResult written = sample_result();
+  asgd::io::write_results(path("r.h5"), written);
+  const RunResult read = asgd::io::read_results(path("r.h5"));
+  expect_same(written, read);
+  EXPECT_EQ(read.hdf5_version, asgd::io::hdf5_version());
+  EXPECT_TRUE(std::isnan(read.updates[1].train_loss));
+  EXPECT_TRUE(std::isinf(read.updates[2].train_loss));
+  EXPECT_TRUE(std::isnan(read.summary.time_to_target_s));
+  EXPECT_TRUE(temp_leftovers().empty());
+}
+
+TEST_F(IoTest, Hdf5VersionLooksLikeARelease) {
+  // Three dot-separated numbers; std::regex trips GCC 12 warnings under sanitizers.
+  const std::string v = asgd::io::hdf5_version();
+  int parts = 1;
+  bool digit_before = false, ok = true;
+  for (char ch : v) {
+    if (ch == '.') {
+      ok = ok && digit_before;
+      digit_before = false;
+      ++parts;
+    } else {
+      ok = ok && ch >= '0' && ch <= '9';
+      digit_before = true;
+    }
+  }
+  EXPECT_TRUE(ok && digit_before && parts == 3) << v;
+}
+
+TEST_F(IoTest, ZeroLengthSeriesRoundTrip) {
+  RunResult written;  // every series empty, summary NaNs
+  written.run_id = "empty";
+  asgd::io::write_results(path("empty.h5"), written);
+  const RunResult read = asgd::io::read_results(path("empty.h5"));
+  expect_same(written, read);
+  EXPECT_TRUE(read.updates.empty());
+  EXPECT_TRUE(read.evals.empty());
+  EXPECT_TRUE(read.staleness_histogram.empty());
+  EXPECT_TRUE(read.learners.empty());
+  EXPECT_TRUE(std::isnan(read.summary.best_test_error));
+}
+
+TEST_F(IoTest, OverwriteReplacesTheFile) {
+  RunResult first = sample_result();
+  asgd::io::write_results(path("r.h5"), first);
+  RunResult second = sample_result();
+  second.run_id = "second";
+  second.updates.resize(1);
+  asgd::io::write_results(path("r.h5"), second);
+  const RunResult read = asgd::io::read_results(path("r.h5"));
+  EXPECT_EQ(read.run_id, "second");
+  EXPECT_EQ(read.updates.size(), 1u);
+  EXPECT_TRUE(temp_leftovers().empty());
+}
+
+TEST_F(IoTest, CheckpointRoundTrip) {
+  const Checkpoint written = sample_checkpoint();
+  asgd::io::write_checkpoint(path("c.h5"), written);
+  const Checkpoint read = asgd::io::read_checkpoint(path("c.h5"));
+  EXPECT_EQ(read.schema_version, written.schema_version);
+  EXPECT_EQ(read.run_id, written.run_id);
+  EXPECT_EQ(read.model, written.model);
+  EXPECT_EQ(read.config_hash, written.config_hash);
+  EXPECT_EQ(read.n_params, written.n_params);
+  EXPECT_EQ(read.shard_index, written.shard_index);
+  EXPECT_EQ(read.shard_count, written.shard_count);
+  EXPECT_EQ(read.shard_offset, written.shard_offset);
+  EXPECT_EQ(read.clock, written.clock);
+  EXPECT_EQ(read.schedule_step, written.schedule_step);
+  EXPECT_EQ(read.epochs, written.epochs);
+  EXPECT_EQ(read.wall_s, written.wall_s);
+  EXPECT_TRUE(same_bits(read.weights, written.weights));
+  EXPECT_TRUE(same_bits(read.momentum, written.momentum));
+  ASSERT_EQ(read.cursors.size(), written.cursors.size());
+  for (std::size_t i = 0; i < read.cursors.size(); ++i) {
+    EXPECT_EQ(read.cursors[i].epoch, written.cursors[i].epoch);
+    EXPECT_EQ(read.cursors[i].batch, written.cursors[i].batch);
+  }
+  EXPECT_EQ(read.rng_state, written.rng_state);
+  expect_same(written.progress, read.progress);
+}
+
+TEST_F(IoTest, EmptyCheckpointRoundTrip) {
+  Checkpoint written;  // no parameters, learners or RNG words
+  asgd::io::write_checkpoint(path("c.h5"), written);
+  const Checkpoint read = asgd::io::read_checkpoint(path("c.h5"));
+  EXPECT_TRUE(read.weights.empty());
+  EXPECT_TRUE(read.momentum.empty());
+  EXPECT_TRUE(read.cursors.empty());
+  EXPECT_TRUE(read.rng_state.empty());
+  expect_same(written.progress, read.progress);
+}
+
+TEST_F(IoTest, MissingFolderIsAClearErrorAndLeavesOtherFilesAlone) {
+  asgd::io::write_results(path("r.h5"), sample_result());
+  const std::string before = read_bytes(path("r.h5"));
+  const std::string target = path("no/such/folder/r.h5");
+  const std::string msg = error_of([&] { asgd::io::write_results(target, sample_result()); });
+  EXPECT_TRUE(contains(msg, target)) << msg;
+  EXPECT_TRUE(contains(msg, "cannot create")) << msg;
+  EXPECT_TRUE(contains(msg, "No such file or directory")) << msg;
+  EXPECT_EQ(read_bytes(path("r.h5")), before);
+  EXPECT_FALSE(fs::exists(path("no")));
+}
+
+TEST_F(IoTest, TargetThatIsADirectoryFailsAndLeavesNoTempFile) {
+  fs::create_directory(path("taken"));
+  write_bytes(path("taken") + "/inside", "keep me");
+  const std::string msg = error_of([&] { asgd::io::write_results(path("taken"), sample_result()); });
+  EXPECT_TRUE(contains(msg, path("taken") + ": is a directory")) << msg;
+  EXPECT_TRUE(fs::is_directory(path("taken")));
+  EXPECT_EQ(read_bytes(path("taken") + "/inside"), "keep me");
+  EXPECT_TRUE(temp_leftovers().empty());
+}
+
+TEST_F(IoTest, BlockedTempFileKeepsExistingFileByteIdentical) {
+  asgd::io::write_results(path("r.h5"), sample_result());
+  const std::string before = read_bytes(path("r.h5"));
+  // A directory where the temp file would go makes the write fail up front.
+  const std::string tmp = path("r.h5") + ".tmp." + std::to_string(::getpid());
+  fs::create_directory(tmp);
+  RunResult other = sample_result();
+  other.run_id = "other";
+  const std::string msg = error_of([&] { asgd::io::write_results(path("r.h5"), other); });
+  EXPECT_TRUE(contains(msg, path("r.h5"))) << msg;
+  EXPECT_EQ(read_bytes(path("r.h5")), before);
+  EXPECT_EQ(asgd::io::read_results(path("r.h5")).run_id, "run-0042");
+  EXPECT_TRUE(fs::is_directory(tmp)) << "the writer removed something it did not create";
+}
+
+TEST_F(IoTest, FailureMidWriteKeepsExistingCheckpointAndRemovesTemp) {
+  asgd::io::write_checkpoint(path("c.h5"), sample_checkpoint());
+  const std::string before = read_bytes(path("c.h5"));
+  Checkpoint bad = sample_checkpoint();
+  bad.momentum.pop_back();
+  const std::string msg = error_of([&] { asgd::io::write_checkpoint(path("c.h5"), bad); });
+  EXPECT_TRUE(contains(msg, path("c.h5"))) << msg;
+  EXPECT_TRUE(contains(msg, "momentum")) << msg;
+  EXPECT_EQ(read_bytes(path("c.h5")), before);
+  EXPECT_TRUE(temp_leftovers().empty());
+}
+
+TEST_F(IoTest, CheckpointShardOutsideModelIsRefused) {
+  Checkpoint bad = sample_checkpoint();
+  bad.shard_offset = 900;  // 900 + 250 > n_params 1000
+  const std::string msg = error_of([&] { asgd::io::write_checkpoint(path("c.h5"), bad); });
+  EXPECT_TRUE(contains(msg, "n_params")) << msg;
+  EXPECT_FALSE(fs::exists(path("c.h5")));
+  EXPECT_TRUE(temp_leftovers().empty());
+}
+
+TEST_F(IoTest, TruncatedFilesThrowNamingThePath) {
+  asgd::io::write_results(path("r.h5"), sample_result());
+  asgd::io::write_checkpoint(path("c.h5"), sample_checkpoint());
+  for (const std::string name : {"r.h5", "c.h5"}) {
+    const std::string bytes = read_bytes(path(name));
+    ASSERT_GT(bytes.size(), 1000u);
+    const std::string cut = path("cut_" + name);
+    write_bytes(cut, bytes.substr(0, bytes.size() / 2));
+    const std::string msg_r = error_of([&] { asgd::io::read_results(cut); });
+    EXPECT_TRUE(contains(msg_r, cut)) << msg_r;
+    const std::string msg_c = error_of([&] { asgd::io::read_checkpoint(cut); });
+    EXPECT_TRUE(contains(msg_c, cut)) << msg_c;
+  }
+}
+
+TEST_F(IoTest, RandomBytesAreNotHdf5) {
+  std::mt19937 gen(12345);
+  std::string bytes(4096, '\0');
+  for (char& b : bytes) b = static_cast<char>(gen() & 0xff);
+  write_bytes(path("noise.h5"), bytes);
+  const std::string msg = error_of([&] { asgd::io::read_results(path("noise.h5")); });
+  EXPECT_TRUE(contains(msg, path("noise.h5") + ": not a readable HDF5 file")) << msg;
+  const std::string msg_c = error_of([&] { asgd::io::read_checkpoint(path("noise.h5")); });
+  EXPECT_TRUE(contains(msg_c, path("noise.h5") + ": not a readable HDF5 file")) << msg_c;
+}
+
+TEST_F(IoTest, EmptyAndMissingFilesThrow) {
+  write_bytes(path("empty.h5"), "");
+  const std::string msg = error_of([&] { asgd::io::read_results(path("empty.h5")); });
+  EXPECT_TRUE(contains(msg, path("empty.h5") + ": not a readable HDF5 file")) << msg;
+  const std::string missing = error_of([&] { asgd::io::read_results(path("absent.h5")); });
+  EXPECT_TRUE(contains(missing, path("absent.h5"))) << missing;
+  EXPECT_TRUE(contains(missing, "No such file or directory")) << missing;
+}
+
+TEST_F(IoTest, WrongKindOfFileIsNamed) {
+  asgd::io::write_results(path("r.h5"), sample_result());
+  asgd::io::write_checkpoint(path("c.h5"), sample_checkpoint());
+  const std::string as_checkpoint = error_of([&] { asgd::io::read_checkpoint(path("r.h5")); });
+  EXPECT_TRUE(contains(as_checkpoint, path("r.h5") + ": not an asgd checkpoint")) << as_checkpoint;
+  const std::string as_results = error_of([&] { asgd::io::read_results(path("c.h5")); });
+  EXPECT_TRUE(contains(as_results, path("c.h5") + ": is an asgd checkpoint")) << as_results;
+}
+
+TEST_F(IoTest, NewerSchemaVersionIsRefused) {
+  RunResult r = sample_result();
+  r.schema_version = 7;
+  asgd::io::write_results(path("r7.h5"), r);
+  const std::string msg = error_of([&] { asgd::io::read_results(path("r7.h5")); });
+  EXPECT_TRUE(contains(msg, path("r7.h5") + ": schema version 7 is newer than this build (1)")) << msg;
+
+  Checkpoint c = sample_checkpoint();
+  c.schema_version = 7;
+  asgd::io::write_checkpoint(path("c7.h5"), c);
+  const std::string msg_c = error_of([&] { asgd::io::read_checkpoint(path("c7.h5")); });
+  EXPECT_TRUE(contains(msg_c, "schema version 7 is newer than this build (1)")) << msg_c;
+
+  Checkpoint p = sample_checkpoint();
+  p.progress.schema_version = 9;
+  asgd::io::write_checkpoint(path("p9.h5"), p);
+  const std::string msg_p = error_of([&] { asgd::io::read_checkpoint(path("p9.h5")); });
+  EXPECT_TRUE(contains(msg_p, "/progress: schema version 9 is newer")) << msg_p;
+}
+
+}  // namespace
