@@ -180,8 +180,8 @@ void write_column(const Loc& loc, const std::string& name, const std::vector<Row
   write_vector(loc, name, column);
 }
 
-// Reads one column into rows; the first column read (rows empty and
-// first == true) sets the row count, later ones must match it.
+// Reads one column into rows. The group's first column (first == true) sets
+// the row count; every later one must have the same length.
 template <class Row, class T>
 void read_column(const Loc& loc, const std::string& name, std::vector<Row>& rows,
                  T Row::*member, bool first) {

@@ -13,11 +13,11 @@
 // allocate nothing. Backward passes ADD into parameter gradients (callers zero
 // them) and OVERWRITE activation gradients (dx).
 #include <KokkosBlas1_fill.hpp>
-#include <KokkosBlas2_gemv.hpp>
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fmt/format.h>
 #include <limits>
 #include <string>
@@ -38,6 +38,16 @@ using Kokkos::Experimental::exp;
 using Kokkos::Experimental::log;
 using Kokkos::Experimental::pow;
 #endif
+// v if keep else +0, with integer masking: compilers turn a float select or a
+// multiply by a 0/1 mask into a branch, which mispredicts half the time on the
+// random signs of activations.
+KOKKOS_INLINE_FUNCTION float keep_if(float v, bool keep) {
+  std::uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  bits &= 0u - static_cast<std::uint32_t>(keep);
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
 template <class T>
 KOKKOS_INLINE_FUNCTION constexpr T neg_infinity() {
   return -Kokkos::Experimental::infinity<T>::value;
@@ -105,6 +115,15 @@ void add_bias(const View2<Space>& y, const View1<Space>& b) {
       });
 }
 
+// db[F] += column sums of dy[R, F], as a GEMM with a ones vector so the
+// vendor BLAS does the reduction (KokkosBlas' own gemv on LayoutRight is slow).
+template <class Space>
+void bias_grad(const View2<Space>& dy, const View1<Space>& ones, const View1<Space>& db) {
+  const index_t rows = dy.extent(0), cols = dy.extent(1);
+  KokkosBlas::gemm("T", "N", real_t(1), dy, View2<Space>(ones.data(), rows, 1), real_t(1),
+                   View2<Space>(db.data(), cols, 1));
+}
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
@@ -154,8 +173,7 @@ void dense_backward(index_t n, index_t k, index_t m, const View1<Space>& x, cons
     KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(x, n, k), dy2, real_t(1),
                      detail::as_matrix<Space>(dw, k, m));
   }
-  KokkosBlas::gemv("T", real_t(1), dy2, Kokkos::subview(ones, std::make_pair(index_t(0), n)),
-                   real_t(1), Kokkos::subview(db, std::make_pair(index_t(0), m)));
+  detail::bias_grad<Space>(dy2, ones, db);
   if (dx.data() != nullptr && k > 0) {
     KokkosBlas::gemm("N", "T", real_t(1), dy2, detail::as_matrix<Space>(w, k, m), real_t(0),
                      detail::as_matrix<Space>(dx, n, k));
@@ -264,8 +282,7 @@ void conv2d_backward(const Window& g, index_t f, const View1<Space>& col, const 
   auto dy2 = detail::as_matrix<Space>(dy, rows, f);
   KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k), dy2, real_t(1),
                    detail::as_matrix<Space>(dwt, k, f));
-  KokkosBlas::gemv("T", real_t(1), dy2, Kokkos::subview(ones, std::make_pair(index_t(0), rows)),
-                   real_t(1), Kokkos::subview(db, std::make_pair(index_t(0), f)));
+  detail::bias_grad<Space>(dy2, ones, db);
   if (dx.data() != nullptr) {
     detail::check_len(what, "dcol", dcol.extent(0), rows * k);
     KokkosBlas::gemm("N", "T", real_t(1), dy2, detail::as_matrix<Space>(wt, k, f), real_t(0),
@@ -291,20 +308,24 @@ void maxpool_forward(const Window& g, const View1<Space>& x, const View1<Space>&
         const index_t y0 = oy * q.stride, x0 = ox * q.stride;
         const index_t y1 = y0 + q.kh < q.h ? y0 + q.kh : q.h;
         const index_t x1 = x0 + q.kw < q.w ? x0 + q.kw : q.w;
+        // Channels innermost: contiguous in NHWC, so the compare vectorises.
+        real_t* __restrict best = y.data() + r * q.c;
+        std::int32_t* __restrict at = argmax.data() + r * q.c;
         for (index_t ch = 0; ch < q.c; ++ch) {
-          real_t best = kmath::neg_infinity<real_t>();
-          std::int32_t at = static_cast<std::int32_t>((y0 * q.w + x0));
-          for (index_t iy = y0; iy < y1; ++iy)
-            for (index_t ix = x0; ix < x1; ++ix) {
-              const real_t v = x(((b * q.h + iy) * q.w + ix) * q.c + ch);
-              if (v > best) {
-                best = v;
-                at = static_cast<std::int32_t>(iy * q.w + ix);
-              }
-            }
-          y(r * q.c + ch) = best;
-          argmax(r * q.c + ch) = at;
+          best[ch] = kmath::neg_infinity<real_t>();
+          at[ch] = static_cast<std::int32_t>(y0 * q.w + x0);
         }
+        for (index_t iy = y0; iy < y1; ++iy)
+          for (index_t ix = x0; ix < x1; ++ix) {
+            const real_t* __restrict src = x.data() + ((b * q.h + iy) * q.w + ix) * q.c;
+            const auto here = static_cast<std::int32_t>(iy * q.w + ix);
+            for (index_t ch = 0; ch < q.c; ++ch) {
+              // masks, not a branch: which element wins is data-dependent
+              const std::int32_t m = -static_cast<std::int32_t>(src[ch] > best[ch]);
+              best[ch] = src[ch] > best[ch] ? src[ch] : best[ch];
+              at[ch] = (here & m) | (at[ch] & ~m);
+            }
+          }
       });
 }
 
@@ -324,15 +345,14 @@ void maxpool_backward(const Window& g, const IView1<Space>& argmax, const View1<
         const index_t oy_hi = iy / q.stride < q.oh - 1 ? iy / q.stride : q.oh - 1;
         const index_t ox_lo = ix >= q.kw ? (ix - q.kw) / q.stride + 1 : 0;
         const index_t ox_hi = ix / q.stride < q.ow - 1 ? ix / q.stride : q.ow - 1;
-        for (index_t ch = 0; ch < q.c; ++ch) {
-          real_t s = 0;
-          for (index_t oy = oy_lo; oy <= oy_hi; ++oy)
-            for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
-              const index_t o = ((b * q.oh + oy) * q.ow + ox) * q.c + ch;
-              if (argmax(o) == self) s += dy(o);
-            }
-          dx(p * q.c + ch) = s;
-        }
+        real_t* out = dx.data() + p * q.c;
+        for (index_t ch = 0; ch < q.c; ++ch) out[ch] = 0;
+        for (index_t oy = oy_lo; oy <= oy_hi; ++oy)
+          for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+            const index_t o = ((b * q.oh + oy) * q.ow + ox) * q.c;
+            for (index_t ch = 0; ch < q.c; ++ch)
+              out[ch] += kmath::keep_if(dy(o + ch), argmax(o + ch) == self);
+          }
       });
 }
 
@@ -501,7 +521,7 @@ void relu_backward(index_t len, const View1<Space>& y, const View1<Space>& dy,
   detail::check_len("relu_backward", "dx", dx.extent(0), len);
   Kokkos::parallel_for(
       "asgd::relu_backward", Kokkos::RangePolicy<Space>(0, len),
-      KOKKOS_LAMBDA(index_t i) { dx(i) = y(i) > real_t(0) ? dy(i) : real_t(0); });
+      KOKKOS_LAMBDA(index_t i) { dx(i) = kmath::keep_if(dy(i), y(i) > real_t(0)); });
 }
 
 // Counter-based uniform in [0, 1) from (seed, i): splitmix64, so dropout masks

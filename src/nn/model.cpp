@@ -94,22 +94,36 @@ class Conv final : public Layer {
     fill_weights(init_, seed, k_len(), win_.kh * win_.kw * f_, host, k_len() * f_,
                  host + k_len() * f_, f_);
   }
+  // The im2col matrix of a whole batch is tens of MB; on the host it is built
+  // and consumed in chunks of samples that fit in cache (about 1 MiB of col),
+  // recomputed in the backward pass. On a device the whole batch is one chunk.
   void reserve(index_t batch) override {
-    const index_t rows = batch * win_.oh * win_.ow;
+    const index_t per_sample = win_.oh * win_.ow * k_len();
+    const bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space::memory_space>::accessible;
+    chunk_ = host ? std::clamp<index_t>((index_t(1) << 18) / std::max<index_t>(per_sample, 1), 1,
+                                        batch)
+                  : batch;
+    const index_t rows = chunk_ * win_.oh * win_.ow;
     col_ = View("asgd::conv::col", rows * k_len());
     if (need_dx_) dcol_ = View("asgd::conv::dcol", rows * k_len());
     ones_ = View("asgd::conv::ones", rows);
     Kokkos::deep_copy(ones_, real_t(1));
   }
   void forward(index_t n, const View& x, const View& y, const Context&) override {
-    k::Window g = win_;
-    g.n = n;
-    k::conv2d_forward<Space>(g, f_, x, w_, b_, col_, y);
+    for (index_t s0 = 0; s0 < n; s0 += chunk_) {
+      const k::Window g = chunk(s0, n);
+      k::conv2d_forward<Space>(g, f_, at(x, s0, in_.size(), g.n), w_, b_, col_,
+                               at(y, s0, out_.size(), g.n));
+    }
   }
-  void backward(index_t n, const View&, const View&, const View& dy, const View& dx) override {
-    k::Window g = win_;
-    g.n = n;
-    k::conv2d_backward<Space>(g, f_, col_, w_, dy, dcol_, dx, dw_, db_, ones_);
+  void backward(index_t n, const View& x, const View&, const View& dy, const View& dx) override {
+    for (index_t s0 = 0; s0 < n; s0 += chunk_) {
+      const k::Window g = chunk(s0, n);
+      const View xs = at(x, s0, in_.size(), g.n);
+      if (n > chunk_) k::im2col<Space>(g, xs, col_);  // else col_ still holds this batch
+      k::conv2d_backward<Space>(g, f_, col_, w_, at(dy, s0, out_.size(), g.n), dcol_,
+                                dx.data() ? at(dx, s0, in_.size(), g.n) : View(), dw_, db_, ones_);
+    }
   }
   double flops_forward(index_t n) const override {
     return 2.0 * static_cast<double>(n * win_.oh * win_.ow * k_len() * f_);
@@ -120,6 +134,16 @@ class Conv final : public Layer {
   void set_need_dx(bool v) { need_dx_ = v; }
 
  private:
+  k::Window chunk(index_t s0, index_t n) const {
+    k::Window g = win_;
+    g.n = std::min(chunk_, n - s0);
+    return g;
+  }
+  static View at(const View& v, index_t sample, index_t sample_size, index_t count) {
+    return View(v.data() + sample * sample_size, count * sample_size);
+  }
+
+  index_t chunk_ = 1;
   index_t f_;
   Init init_;
   k::Window win_;

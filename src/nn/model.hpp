@@ -100,6 +100,8 @@ class Model {
   const View& params() const { return params_; }
   const View& grads() const { return grads_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // Output of layer i from the last forward pass (max_batch * out size).
+  const View& activation(std::size_t i) const { return acts_.at(i); }
 
   // Deterministic initialisation from seed, written to params().
   void init(std::uint64_t seed);

@@ -1,0 +1,198 @@
+// Micro-benchmarks of every layer of lenet and cifar10-18pct at batch 64,
+// forward and backward, as GFLOP/s, beside a same-run sgemm reference
+// (1024^3 through KokkosBlas, i.e. the system BLAS). Each benchmark runs the
+// layer once untimed (validation that it runs and yields finite output), then
+// times with fences on both sides (manual time).
+//
+// After the runs a table gives each conv/dense layer's forward+backward
+// GFLOP/s as a fraction of the sgemm reference.
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/blas_env.hpp"
+#include "kernels/kernels.hpp"
+#include "nn/model.hpp"
+
+namespace {
+
+using asgd::index_t;
+using asgd::real_t;
+using asgd::nn::Space;
+using asgd::nn::View;
+using Clock = std::chrono::steady_clock;
+
+constexpr index_t kBatch = 64;
+
+struct Bench {
+  std::unique_ptr<asgd::nn::Model> model;
+  View x, dy, dx;
+};
+
+std::map<std::string, Bench>& benches() {
+  static std::map<std::string, Bench> b;
+  return b;
+}
+
+Bench& get(const std::string& name) {
+  auto& all = benches();
+  auto it = all.find(name);
+  if (it != all.end()) return it->second;
+  asgd::nn::Shape in = name == "lenet" ? asgd::nn::Shape{28, 28, 1} : asgd::nn::Shape{32, 32, 3};
+  Bench b;
+  b.model = std::make_unique<asgd::nn::Model>(asgd::nn::make_model(name, in, 10));
+  b.model->finalize(kBatch);
+  b.model->init(7);
+  index_t widest = in.size();
+  for (const auto& l : b.model->layers()) widest = std::max(widest, l->out_shape().size());
+  b.x = View("bench::x", kBatch * in.size());
+  b.dy = View("bench::dy", kBatch * widest);
+  b.dx = View("bench::dx", kBatch * widest);
+  auto fill = [](const View& v, std::uint64_t seed) {
+    Kokkos::parallel_for(
+        "bench::fill", Kokkos::RangePolicy<Space>(0, v.extent(0)), KOKKOS_LAMBDA(index_t i) {
+          v(i) = asgd::kernels::hash_uniform(seed, static_cast<std::uint64_t>(i)) - real_t(0.5);
+        });
+  };
+  fill(b.x, 1);
+  fill(b.dy, 2);
+  asgd::nn::IView labels("bench::labels", kBatch);
+  b.model->forward_backward(kBatch, b.x, labels, {true, 3}, false);
+  Kokkos::fence();
+  return all.emplace(name, std::move(b)).first->second;
+}
+
+double elapsed(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+enum class Pass { forward, backward, both };
+
+void bm_layer(benchmark::State& state, const std::string& model, std::size_t li, Pass pass) {
+  Bench& b = get(model);
+  auto& layer = *b.model->layers()[li];
+  const View& in = li == 0 ? b.x : b.model->activation(li - 1);
+  const View& out = b.model->activation(li);
+  const View dx = li == 0 ? View() : b.dx;
+  asgd::nn::Context ctx{true, 5};
+  // validation: one untimed pass, outputs must be finite
+  layer.forward(kBatch, in, out, ctx);
+  layer.backward(kBatch, in, out, b.dy, dx);
+  Kokkos::fence();
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (index_t i = 0; i < kBatch * layer.out_shape().size(); ++i)
+    if (!std::isfinite(host(i))) {
+      state.SkipWithError("non-finite layer output");
+      return;
+    }
+  for (auto _ : state) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    if (pass != Pass::backward) layer.forward(kBatch, in, out, ctx);
+    if (pass != Pass::forward) layer.backward(kBatch, in, out, b.dy, dx);
+    Kokkos::fence();
+    state.SetIterationTime(elapsed(t0));
+  }
+  double flops = 0;
+  if (pass != Pass::backward) flops += layer.flops_forward(kBatch);
+  if (pass != Pass::forward) flops += layer.flops_backward(kBatch, li != 0);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_sgemm(benchmark::State& state) {
+  const index_t n = state.range(0);
+  using M = asgd::kernels::View2<Space>;
+  M a("a", n, n), b("b", n, n), c("c", n, n);
+  Kokkos::deep_copy(a, real_t(1));
+  Kokkos::deep_copy(b, real_t(2));
+  KokkosBlas::gemm("N", "N", real_t(1), a, b, real_t(0), c);
+  Kokkos::fence();
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c);
+  if (hc(0, 0) != real_t(2 * n)) {
+    state.SkipWithError("sgemm reference gave a wrong result");
+    return;
+  }
+  for (auto _ : state) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    KokkosBlas::gemm("N", "N", real_t(1), a, b, real_t(0), c);
+    Kokkos::fence();
+    state.SetIterationTime(elapsed(t0));
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Prints the usual console output and keeps GFLOP/s per benchmark name.
+class Reporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) {
+      if (r.error_occurred || r.run_type != Run::RT_Iteration) continue;
+      auto it = r.counters.find("GFLOP/s");
+      // run_name.function_name is the registered name, without the /min_time... suffixes
+      if (it != r.counters.end()) gflops[r.run_name.function_name] = it->second.value;
+    }
+  }
+  std::map<std::string, double> gflops;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  asgd::ensure_blas_core(argc, argv);
+  asgd::set_blas_threads(1);
+  Kokkos::initialize(argc, argv);
+  int rc = 0;
+  {
+    benchmark::Initialize(&argc, argv);
+    benchmark::RegisterBenchmark("sgemm/1024", bm_sgemm)->Arg(1024)->UseManualTime()->MinTime(0.5);
+    std::vector<std::string> fused;
+    for (const std::string model : {"lenet", "cifar10-18pct"}) {
+      Bench& b = get(model);
+      for (std::size_t i = 0; i < b.model->layers().size(); ++i) {
+        const auto& l = *b.model->layers()[i];
+        const std::string base = fmt::format("{}/{}", model, l.name());
+        for (auto [suffix, pass] : {std::pair{"forward", Pass::forward},
+                                    {"backward", Pass::backward},
+                                    {"forward+backward", Pass::both}}) {
+          if (pass == Pass::both && l.kind() != "conv" && l.kind() != "dense") continue;
+          const std::string name = base + "/" + suffix;
+          benchmark::RegisterBenchmark(name.c_str(), bm_layer, model, i, pass)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->MinTime(0.2);
+          if (pass == Pass::both) fused.push_back(name);
+        }
+      }
+    }
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    Reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    auto ref = reporter.gflops.find("sgemm/1024");
+    if (ref != reporter.gflops.end()) {
+      fmt::print("\nBLAS {}\nsgemm 1024^3 reference: {:.1f} GFLOP/s\n", asgd::blas_info(), ref->second);
+      fmt::print("{:<44} {:>10} {:>12}\n", "layer (batch 64, forward+backward)", "GFLOP/s",
+                 "of sgemm");
+      for (const auto& name : fused) {
+        auto it = reporter.gflops.find(name);
+        if (it == reporter.gflops.end()) continue;
+        fmt::print("{:<44} {:>10.1f} {:>11.0f}%\n", name, it->second,
+                   100 * it->second / ref->second);
+      }
+    }
+    benches().clear();
+    benchmark::Shutdown();
+  }
+  Kokkos::finalize();
+  return rc;
+}
