@@ -36,6 +36,8 @@ struct KokkosScope {
 };
 
 void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
+  // A repeated option takes its last value (scripts append overrides).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--model", c.model, "Model from the zoo: mlp, lenet, cifar10-18pct, alexnet")
       ->capture_default_str();
   app.add_option("--dataset", c.data.kind, "fashion-mnist, mnist, cifar10 or synthetic")
@@ -59,7 +61,8 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   app.add_option("--momentum", c.momentum, "Momentum")->capture_default_str();
   app.add_option("--weight-decay", c.weight_decay, "Weight decay (L2)")->capture_default_str();
   app.add_option("--lr-steps", c.lr_steps, "Epochs at which the rate is multiplied by --lr-gamma")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--lr-gamma", c.lr_gamma, "Step-schedule factor")->capture_default_str();
   app.add_option("--epochs", c.epochs, "Training epochs (fractions allowed)")->capture_default_str();
   app.add_option("--max-steps", c.max_steps, "Stop after this many updates (0: no limit)")
@@ -93,14 +96,14 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
       ->capture_default_str();
 }
 
-int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet) {
+int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double progress_every) {
   asgd::check(cfg);
   if (dry_run) {
     fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), asgd::resolved_run_id(cfg));
     return 0;
   }
   KokkosScope kokkos;
-  const auto out = asgd::dist::train_single(cfg, {quiet, 2.0});
+  const auto out = asgd::dist::train_single(cfg, {quiet, progress_every, 0});
   const auto& r = out.result;
   if (out.skipped) {
     fmt::print("run {} already finished ({}): {}\n", r.run_id, r.status, out.paths.results);
@@ -149,6 +152,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"asgd-bench: distributed asynchronous SGD benchmarks (GPU A-SGD, n-softsync)"};
   app.require_subcommand(1);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("asgd: error: {} (see asgd --help)\n", e.what());
+  });
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
   asgd::TrainConfig cfg;
@@ -157,6 +163,9 @@ int main(int argc, char** argv) {
   add_train_options(*train, cfg);
   train->add_flag("--dry-run", dry_run, "Validate and print the resolved configuration, run nothing");
   train->add_flag("-q,--quiet", quiet, "No progress lines");
+  double progress_every = 2;
+  train->add_option("--progress-every", progress_every, "Seconds between progress lines")
+      ->capture_default_str();
 
   std::string which, dataset = "fashion-mnist";
   auto* models = app.add_subcommand("models", "Print the model zoo: layers, shapes, parameters");
@@ -172,7 +181,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*train) return cmd_train(cfg, dry_run, quiet);
+    if (*train) return cmd_train(cfg, dry_run, quiet, progress_every);
     if (*models) return cmd_models(which, dataset);
     if (*info) return cmd_info();
   } catch (const asgd::Error& e) {

@@ -254,6 +254,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   std::int64_t win_n = 0, win_start_clock = clock;
   double win_start_train = train_s;
   const double flops = model.flops_per_sample_train();
+  std::int64_t steps_here = 0;
   while (clock < total_steps) {
     const auto t0 = Clock::now();
     const double epoch_before = static_cast<double>(clock) / static_cast<double>(bpe);
@@ -291,6 +292,8 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
       run_eval(clock);
     if (cfg.checkpoint_every > 0 && clock % cfg.checkpoint_every == 0 && clock < total_steps)
       checkpoint(clock);
+    if (opt.abort_after > 0 && ++steps_here >= opt.abort_after)
+      throw Aborted(fmt::format("aborted after {} updates (test hook)", steps_here));
     if (!opt.quiet && (seconds_since(last_print) >= opt.progress_every_s || clock == total_steps)) {
       const double rate = static_cast<double>((clock - win_start_clock) * cfg.batch) /
                           std::max(1e-9, train_s - win_start_train);

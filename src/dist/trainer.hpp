@@ -28,6 +28,14 @@ struct TrainOutcome {
 struct TrainOptions {
   bool quiet = false;          // no progress lines
   double progress_every_s = 2;  // seconds between progress lines
+  // Tests only: stop abruptly after this many updates in this process, writing
+  // nothing more (what kill -9 leaves behind). 0: off.
+  std::int64_t abort_after = 0;
+};
+
+// Thrown by train_single when TrainOptions::abort_after fires.
+struct Aborted : Error {
+  using Error::Error;
 };
 
 TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt = {});
