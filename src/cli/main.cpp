@@ -2,6 +2,7 @@
 // Bad input is an asgd::Error (or a CLI11 parse error): one line on stderr and
 // a non-zero exit, never exit 0 after refusing to run.
 #include <CLI/CLI.hpp>
+#include <mpi.h>
 #include <Kokkos_Core.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
+#include "dist/mpi_train.hpp"
 #include "dist/trainer.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"
@@ -96,14 +98,31 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
       ->capture_default_str();
 }
 
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
 int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double progress_every) {
-  asgd::check(cfg);
+  const bool distributed = world_size() > 1 || cfg.learners > 1 || cfg.servers > 1;
+  if (!distributed) asgd::check(cfg);
   if (dry_run) {
-    fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), asgd::resolved_run_id(cfg));
+    asgd::check(cfg);
+    if (world_rank() == 0)
+      fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), asgd::resolved_run_id(cfg));
     return 0;
   }
   KokkosScope kokkos;
-  const auto out = asgd::dist::train_single(cfg, {quiet, progress_every, 0});
+  const asgd::dist::TrainOptions opt{quiet, progress_every, 0};
+  const auto out = distributed ? asgd::dist::train_mpi(cfg, MPI_COMM_WORLD, opt)
+                               : asgd::dist::train_single(cfg, opt);
+  if (world_rank() != 0) return 0;
   const auto& r = out.result;
   if (out.skipped) {
     fmt::print("run {} already finished ({}): {}\n", r.run_id, r.status, out.paths.results);
@@ -146,6 +165,17 @@ int cmd_info() {
 
 }  // namespace
 
+// MPI lives for the whole process (singleton init when not under mpiexec).
+struct MpiScope {
+  MpiScope(int* argc, char*** argv) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  }
+  ~MpiScope() { MPI_Finalize(); }
+  MpiScope(const MpiScope&) = delete;
+  MpiScope& operator=(const MpiScope&) = delete;
+};
+
 int main(int argc, char** argv) {
   asgd::ensure_blas_core(argc, argv);
   spdlog::set_pattern("[%H:%M:%S] %v");
@@ -180,15 +210,27 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  MpiScope mpi(&argc, &argv);
   try {
     if (*train) return cmd_train(cfg, dry_run, quiet, progress_every);
     if (*models) return cmd_models(which, dataset);
     if (*info) return cmd_info();
+  } catch (const asgd::dist::CollectiveError& e) {
+    // every rank found the same problem: one line, from rank 0
+    if (world_rank() == 0) std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const asgd::dist::ReportedElsewhere&) {
+    return kExitBadInput;
+  } catch (const asgd::dist::SetupFailed& e) {
+    std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    return kExitBadInput;
   } catch (const asgd::Error& e) {
     std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, kExitBadInput);
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "asgd: failed: %s\n", e.what());
+    if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, kExitFailed);
     return kExitFailed;
   }
   return kExitFailed;

@@ -1,5 +1,7 @@
 #include "dist/trainer.hpp"
 
+#include "dist/shared.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -21,13 +23,8 @@
 namespace asgd::dist {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 void ensure_dir(const fs::path& dir) {
   std::error_code ec;
@@ -37,6 +34,10 @@ void ensure_dir(const fs::path& dir) {
     throw Error(fmt::format("results folder {} is not writable: {}", dir.string(),
                             std::strerror(errno)));
 }
+
+}  // namespace
+
+namespace detail {
 
 std::string fmt_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -53,11 +54,6 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   return z ^ (z >> 31);
 }
 
-struct Eval {
-  double loss = 0, error = 0;
-};
-
-// Forward passes over the test set (or its first eval_samples) in batches.
 Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
               std::int64_t eval_samples) {
   const index_t total = eval_samples > 0 ? std::min<index_t>(eval_samples, test.n) : test.n;
@@ -98,7 +94,27 @@ void from_host(const std::vector<float>& src, const nn::View& v) {
                            src.data(), src.size()));
 }
 
-}  // namespace
+void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info,
+                 const std::string& protocol, const std::string& mpi_version) {
+  res.run_id = resolved_run_id(cfg);
+  res.suite = cfg.suite;
+  res.config_json = nlohmann::json(cfg).dump();
+  res.git_commit = info.git_commit;
+  res.host = info.host;
+  res.mpi_version = mpi_version;
+  res.kokkos_version = info.kokkos_version;
+  res.slurm_job_id = info.slurm_job_id;
+  res.slurm_array_job_id = info.slurm_array_job_id;
+  res.slurm_array_task_id = info.slurm_array_task_id;
+  res.mode = "real";
+  res.model = cfg.model;
+  res.protocol = protocol;
+  res.timing_model_json = "{}";
+}
+
+}  // namespace detail
+
+using namespace detail;
 
 double scheduled_lr(const TrainConfig& cfg, double epoch) {
   double lr = cfg.lr;
@@ -160,20 +176,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
 
   const RunInfo info = collect_run_info();
   io::RunResult& res = out.result;
-  res.run_id = resolved_run_id(cfg);
-  res.suite = cfg.suite;
-  res.config_json = nlohmann::json(cfg).dump();
-  res.git_commit = info.git_commit;
-  res.host = info.host;
-  res.mpi_version = "none (single process)";
-  res.kokkos_version = info.kokkos_version;
-  res.slurm_job_id = info.slurm_job_id;
-  res.slurm_array_job_id = info.slurm_array_job_id;
-  res.slurm_array_task_id = info.slurm_array_task_id;
-  res.mode = "real";
-  res.model = cfg.model;
-  res.protocol = "single";
-  res.timing_model_json = "{}";
+  fill_header(res, cfg, info, "single", "none (single process)");
 
   nn::View inc("asgd::momentum", model.n_params());
   std::int64_t clock = 0;

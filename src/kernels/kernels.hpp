@@ -83,6 +83,8 @@ inline Window conv_window(index_t n, index_t h, index_t w, index_t c, index_t k,
 
 // Output size of a pooling window, cuda-convnet's ceil mode (start 0):
 // ceil((H - K) / stride) + 1; windows that run past the edge are clipped.
+// When stride > size that count can include a last window starting at or past
+// the edge (empty); like Caffe, drop it, so every window holds >= 1 element.
 inline Window pool_window(index_t n, index_t h, index_t w, index_t c, index_t k, index_t stride) {
   if (k < 1 || stride < 1 || h < k || w < k)
     throw Error(fmt::format("pool window: size {} stride {} does not fit input {}x{}", k, stride,
@@ -90,6 +92,8 @@ inline Window pool_window(index_t n, index_t h, index_t w, index_t c, index_t k,
   Window g{n, h, w, c, k, k, stride, 0, 0, 0};
   g.oh = (h - k + stride - 1) / stride + 1;
   g.ow = (w - k + stride - 1) / stride + 1;
+  if ((g.oh - 1) * stride >= h) --g.oh;
+  if ((g.ow - 1) * stride >= w) --g.ow;
   return g;
 }
 
@@ -278,7 +282,15 @@ void conv2d_backward(const Window& g, index_t f, const View1<Space>& col, const 
   detail::check_len(what, "dwt", dwt.extent(0), k * f);
   detail::check_len(what, "db", db.extent(0), f);
   detail::check_len(what, "ones", ones.extent(0), rows);
-  if (rows == 0 || f == 0) return;
+  if (rows == 0 || f == 0) {
+    // No outputs: dx (overwritten, not accumulated) is a sum over nothing.
+    const index_t nx = g.n * g.h * g.w * g.c;
+    if (dx.data() != nullptr && nx > 0) {
+      detail::check_len(what, "dx", dx.extent(0), nx);
+      Kokkos::deep_copy(Kokkos::subview(dx, std::make_pair(index_t(0), nx)), real_t(0));
+    }
+    return;
+  }
   auto dy2 = detail::as_matrix<Space>(dy, rows, f);
   KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k), dy2, real_t(1),
                    detail::as_matrix<Space>(dwt, k, f));

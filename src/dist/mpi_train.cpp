@@ -1,0 +1,699 @@
+#include "dist/mpi_train.hpp"
+
+#include <KokkosBlas1_axpby.hpp>
+#include <KokkosBlas1_scal.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/blas_env.hpp"
+#include "dist/mpi_util.hpp"
+#include "dist/protocol.hpp"
+#include "dist/shared.hpp"
+
+namespace asgd::dist {
+
+namespace fs = std::filesystem;
+using namespace detail;
+
+namespace {
+
+// Message tags. A push or reply is a fixed header followed (same source and
+// tag order, MPI's non-overtaking rule) by a float payload of one shard.
+enum Tag : int {
+  kHello = 1,      // learner -> every server: send me the weights
+  kPush = 2,       // learner -> every server: header, then payload (gradient or delta)
+  kPushData = 3,
+  kReply = 4,      // server -> learner: header, then payload (weights) unless stop
+  kReplyData = 5,
+  kBye = 6,        // learner -> every server: done (header carries its timing)
+  kEvalReq = 7,    // server 0 -> server k: send me your shard
+  kEvalData = 8,
+  kFinish = 9,     // server 0 -> server k: write your final checkpoint and exit
+};
+
+struct PushHeader {
+  std::int64_t timestamp = 0;  // server clock of the weights the gradient was computed on
+  std::int64_t samples = 0;
+  double loss_sum = 0;         // summed over the samples
+  std::int64_t wrong = 0;
+  std::int64_t cursor_epoch = 0, cursor_batch = 0;  // sampler state after this gradient
+  double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;  // BYE: totals
+  std::int64_t gradients = 0;                                 // BYE: pushes made
+};
+
+struct ReplyHeader {
+  std::int64_t clock = 0;
+  std::int32_t stop = 0;
+  std::int64_t cursor_epoch = 0, cursor_batch = 0;  // HELLO replies from server 0
+};
+
+template <class T>
+MPI_Request isend(const T& v, int dest, int tag, MPI_Comm comm) {
+  MPI_Request r;
+  mpi_check(MPI_Isend(&v, sizeof(T), MPI_BYTE, dest, tag, comm, &r), "Isend");
+  return r;
+}
+template <class T>
+MPI_Request irecv(T& v, int src, int tag, MPI_Comm comm) {
+  MPI_Request r;
+  mpi_check(MPI_Irecv(&v, sizeof(T), MPI_BYTE, src, tag, comm, &r), "Irecv");
+  return r;
+}
+MPI_Request isend_floats(const real_t* p, index_t n, int dest, int tag, MPI_Comm comm) {
+  MPI_Request r;
+  mpi_check(MPI_Isend(p, static_cast<int>(n), MPI_FLOAT, dest, tag, comm, &r), "Isend");
+  return r;
+}
+MPI_Request irecv_floats(real_t* p, index_t n, int src, int tag, MPI_Comm comm) {
+  MPI_Request r;
+  mpi_check(MPI_Irecv(p, static_cast<int>(n), MPI_FLOAT, src, tag, comm, &r), "Irecv");
+  return r;
+}
+
+struct Shard {
+  index_t offset = 0, len = 0;
+};
+Shard shard_of(index_t n_params, int k, int servers) {
+  const index_t lo = n_params * k / servers, hi = n_params * (k + 1) / servers;
+  return {lo, hi - lo};
+}
+
+std::string shard_checkpoint(const RunPaths& p, int k) {
+  if (k == 0) return p.checkpoint;
+  std::string s = p.checkpoint;
+  return s.substr(0, s.size() - 3) + fmt::format(".shard{}.h5", k);
+}
+
+std::string mpi_library_version() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, static_cast<std::size_t>(len));
+  if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+nn::View sub(const nn::View& v, const Shard& s) {
+  return Kokkos::subview(v, std::make_pair(s.offset, s.offset + s.len));
+}
+
+// ---------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------
+class Server {
+ public:
+  Server(const TrainConfig& cfg, const TrainOptions& opt, const Comm& comm, const RunPaths& paths,
+         data::DataPair* data, nn::Model& model, index_t n_train)
+      : cfg_(cfg), opt_(opt), comm_(comm), paths_(paths), data_(data), model_(model),
+        rule_(cfg), k_(comm.rank()), S_(cfg.servers), L_(cfg.learners), n_train_(n_train) {
+    shard_ = shard_of(model.n_params(), k_, S_);
+    w_ = nn::View("asgd::server::w", shard_.len);
+    inc_ = nn::View("asgd::server::inc", shard_.len);
+    acc_ = nn::View("asgd::server::acc", shard_.len);
+    scratch_ = nn::View("asgd::server::scratch", shard_.len);
+    Kokkos::deep_copy(w_, sub(model.params(), shard_));
+    cursors_.assign(L_, {0, 0});
+    counts_.assign(L_, 0);
+    samples_by_.assign(L_, 0);
+    timing_.resize(L_);
+    for (int l = 0; l < L_; ++l) timing_[l].learner = l;
+  }
+
+  // Restores this shard from its checkpoint if there is one. Returns whether it did.
+  bool resume() {
+    const std::string path = shard_checkpoint(paths_, k_);
+    if (!fs::exists(path)) return false;
+    const io::Checkpoint ck = io::read_checkpoint(path);
+    const std::string want = config_hash(cfg_);
+    if (ck.config_hash != want)
+      throw Error(fmt::format("{}: checkpoint was written by another configuration (hash {}, this "
+                              "run {}); remove it or choose another --run-id",
+                              path, ck.config_hash, want));
+    if (ck.model != cfg_.model || ck.n_params != model_.n_params() || ck.shard_count != S_ ||
+        ck.shard_index != k_ || ck.shard_offset != shard_.offset ||
+        static_cast<index_t>(ck.weights.size()) != shard_.len ||
+        static_cast<int>(ck.cursors.size()) != L_)
+      throw Error(fmt::format(
+          "{}: checkpoint holds {} ({} parameters, shard {} of {}, {} learners), this run is {} "
+          "({} parameters, shard {} of {}, {} learners)",
+          path, ck.model, ck.n_params, ck.shard_index, ck.shard_count, ck.cursors.size(),
+          cfg_.model, model_.n_params(), k_, S_, L_));
+    from_host(ck.weights, w_);
+    from_host(ck.momentum, inc_);
+    clock_ = ck.clock;
+    train_s_ = ck.wall_s;
+    samples_ = static_cast<std::int64_t>(std::llround(ck.epochs * static_cast<double>(n_train_)));
+    for (int l = 0; l < L_; ++l) cursors_[l] = ck.cursors[l];
+    res_.updates = ck.progress.updates;
+    res_.evals = ck.progress.evals;
+    res_.staleness_histogram = ck.progress.staleness_histogram;
+    for (const auto& t : ck.progress.learners)
+      if (t.learner >= 0 && t.learner < L_) {
+        counts_[t.learner] = t.gradients;
+        samples_by_[t.learner] = t.samples;
+      }
+    if (!ck.progress.updates.empty()) last_eval_epoch_ = epoch();
+    if (!res_.evals.empty()) last_eval_epoch_ = res_.evals.back().epoch;
+    return true;
+  }
+
+  const nn::View& weights() const { return w_; }
+  const Shard& shard() const { return shard_; }
+
+  io::RunResult run() {
+    const bool writer = k_ == 0;
+    start_ = Clock::now();
+    int byes = 0;
+    bool finish = false;
+    while (!finish) {
+      const MPI_Status st = polite_probe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get());
+      const int src = st.MPI_SOURCE;
+      switch (st.MPI_TAG) {
+        case kHello: {
+          PushHeader h;
+          recv(h, src, kHello);
+          const int l = src - S_;
+          reply(src, ReplyHeader{clock_, stopping_ ? 1 : 0, cursors_[l].epoch, cursors_[l].batch});
+          break;
+        }
+        case kPush:
+          on_push(src);
+          break;
+        case kBye: {
+          PushHeader h;
+          recv(h, src, kBye);
+          auto& t = timing_[src - S_];
+          t.compute_s = h.compute_s;
+          t.wait_s = h.wait_s;
+          t.push_s = h.push_s;
+          t.pull_s = h.pull_s;
+          if (++byes == L_) {
+            if (writer) {
+              finish = true;
+            } else {
+              wait_for_finish();
+              finish = true;
+            }
+          }
+          break;
+        }
+        case kEvalReq: {
+          char dummy = 0;
+          recv(dummy, src, kEvalReq);
+          Kokkos::fence();
+          MPI_Request r = isend_floats(w_.data(), shard_.len, src, kEvalData, comm_.get());
+          polite_wait(r);
+          break;
+        }
+        case kFinish: {
+          char dummy = 0;
+          recv(dummy, src, kFinish);
+          finish = true;
+          break;
+        }
+        default:
+          throw Error(fmt::format("server {}: unexpected message tag {} from rank {}", k_,
+                                  st.MPI_TAG, src));
+      }
+    }
+    if (!writer) {
+      checkpoint();
+      return {};
+    }
+    // The writer: final evaluation (all shards still answer), then tell them to finish.
+    if (status_ == "completed") run_eval();
+    for (int s = 1; s < S_; ++s) {
+      const char dummy = 0;
+      MPI_Request r = isend(dummy, s, kFinish, comm_.get());
+      polite_wait(r);
+    }
+    checkpoint();
+    return finish_result();
+  }
+
+  bool diverged() const { return status_ == "diverged"; }
+
+ private:
+  template <class T>
+  void recv(T& v, int src, int tag) {
+    MPI_Request r = irecv(v, src, tag, comm_.get());
+    polite_wait(r);
+  }
+
+  double epoch() const { return static_cast<double>(samples_) / static_cast<double>(n_train_); }
+  double train_clock() const { return seconds_since(start_) - paused_s_ + train_s_; }
+
+  void reply(int learner_rank, const ReplyHeader& h) {
+    // The weights go with every reply, stop included: the learner pre-posts
+    // both receives, so no send here can wait on a learner that waits on us.
+    Kokkos::fence();
+    MPI_Request r[2];
+    r[0] = isend(h, learner_rank, kReply, comm_.get());
+    r[1] = isend_floats(w_.data(), shard_.len, learner_rank, kReplyData, comm_.get());
+    polite_wait_all(2, r);
+  }
+
+  void on_push(int src) {
+    const int l = src - S_;
+    PushHeader h;
+    MPI_Request r[2];
+    r[0] = irecv(h, src, kPush, comm_.get());
+    r[1] = irecv_floats(scratch_.data(), shard_.len, src, kPushData, comm_.get());
+    polite_wait_all(2, r);
+    if (stopping_) {  // the run is over: answer with stop, apply nothing
+      reply(src, ReplyHeader{clock_, 1, 0, 0});
+      return;
+    }
+    const std::int64_t tau = std::max<std::int64_t>(0, clock_ - h.timestamp);
+    pending_.push_back({l, tau, h});
+    if (rule_.delta()) {
+      KokkosBlas::axpy(real_t(1), scratch_, w_);  // nsync: w += local change
+    } else {
+      KokkosBlas::axpy(static_cast<real_t>(rule_.factor(tau)), scratch_, acc_);
+    }
+    const bool update = static_cast<int>(pending_.size()) == rule_.gradients_per_update();
+    if (update) apply_update();
+    if (!rule_.barrier()) {
+      reply(src, ReplyHeader{clock_, stopping_ ? 1 : 0, 0, 0});
+      if (update) pending_.clear();
+    } else if (update) {
+      for (const auto& p : pending_) reply(p.learner + S_, ReplyHeader{clock_, stopping_ ? 1 : 0, 0, 0});
+      pending_.clear();
+    }
+  }
+
+  struct Pending {
+    int learner;
+    std::int64_t tau;
+    PushHeader h;
+  };
+
+  void apply_update() {
+    std::vector<std::int64_t> taus;
+    double factor_sum = 0, loss = 0;
+    std::int64_t samples = 0, wrong = 0;
+    for (const auto& p : pending_) {
+      taus.push_back(p.tau);
+      factor_sum += rule_.factor(p.tau);
+      samples += p.h.samples;
+      loss += p.h.loss_sum;
+      wrong += p.h.wrong;
+      counts_[p.learner] += 1;
+      samples_by_[p.learner] += p.h.samples;
+      cursors_[p.learner] = {p.h.cursor_epoch, p.h.cursor_batch};
+      if (static_cast<std::size_t>(p.tau) >= res_.staleness_histogram.size())
+        res_.staleness_histogram.resize(static_cast<std::size_t>(p.tau) + 1, 0);
+      res_.staleness_histogram[static_cast<std::size_t>(p.tau)] += 1;
+    }
+    const double lr = scheduled_lr(cfg_, epoch());
+    double rate = lr;
+    if (!rule_.delta()) {
+      const double scale = rule_.final_scale(taus);
+      KokkosBlas::scal(acc_, static_cast<real_t>(scale), acc_);
+      kernels::sgd_update<nn::Space>(shard_.len, static_cast<real_t>(lr),
+                                     static_cast<real_t>(cfg_.momentum),
+                                     static_cast<real_t>(cfg_.weight_decay), acc_, inc_, w_);
+      Kokkos::deep_copy(acc_, real_t(0));
+      rate = lr * scale * factor_sum;
+    }
+    Kokkos::fence();
+    ++clock_;
+    samples_ += samples;
+    double mean_tau = 0;
+    for (auto t : taus) mean_tau += static_cast<double>(t);
+    mean_tau /= static_cast<double>(taus.size());
+    const double mean_loss = samples > 0 ? loss / static_cast<double>(samples) : 0;
+    res_.updates.push_back({clock_, train_clock(), static_cast<std::int32_t>(taus.size()), mean_tau,
+                            rate, mean_loss,
+                            samples > 0 ? static_cast<double>(wrong) / static_cast<double>(samples) : 0,
+                            samples});
+    if (k_ != 0) {
+      if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0) checkpoint_paused();
+      return;
+    }
+    if (!std::isfinite(mean_loss) || mean_loss > cfg_.diverge_loss) {
+      status_ = "diverged";
+      stopping_ = true;
+      if (!opt_.quiet)
+        spdlog::warn("diverged at update {}: training loss {} (bound {})", clock_, mean_loss,
+                     cfg_.diverge_loss);
+      return;
+    }
+    const bool done = samples_ >= static_cast<std::int64_t>(cfg_.epochs * static_cast<double>(n_train_)) ||
+                      (cfg_.max_steps > 0 && clock_ >= cfg_.max_steps);
+    if (done) {
+      stopping_ = true;
+      return;
+    }
+    if (std::floor(epoch() / cfg_.eval_every) > std::floor(last_eval_epoch_ / cfg_.eval_every))
+      run_eval();
+    if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0) checkpoint_paused();
+    progress();
+  }
+
+  void progress() {
+    if (opt_.quiet || seconds_since(last_print_) < opt_.progress_every_s) return;
+    const double t = train_clock();
+    const double rate = static_cast<double>(samples_ - win_samples_) / std::max(1e-9, t - win_t_);
+    const double total = cfg_.epochs * static_cast<double>(n_train_);
+    double tau = 0, loss = 0;
+    std::size_t n = 0;
+    for (auto it = res_.updates.rbegin(); it != res_.updates.rend() && n < 50; ++it, ++n) {
+      tau += it->mean_tau;
+      loss += it->train_loss;
+    }
+    spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  {:.0f} samples/s  ETA {}",
+                 epoch(), cfg_.epochs, clock_, loss / static_cast<double>(n),
+                 tau / static_cast<double>(n), rate,
+                 fmt_duration((total - static_cast<double>(samples_)) / rate));
+    last_print_ = Clock::now();
+    win_samples_ = samples_;
+    win_t_ = t;
+  }
+
+  // Server 0: gather every shard, evaluate off the training clock.
+  void run_eval() {
+    const auto t0 = Clock::now();
+    Kokkos::fence();
+    const nn::View full = model_.params();
+    Kokkos::deep_copy(sub(full, shard_), w_);
+    for (int s = 1; s < S_; ++s) {
+      const Shard sh = shard_of(model_.n_params(), s, S_);
+      const char dummy = 0;
+      MPI_Request r[2];
+      r[0] = irecv_floats(full.data() + sh.offset, sh.len, s, kEvalData, comm_.get());
+      r[1] = isend(dummy, s, kEvalReq, comm_.get());
+      polite_wait_all(2, r);
+    }
+    const Eval e = evaluate(model_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
+    const double spent = seconds_since(t0);
+    res_.evals.push_back({epoch(), clock_, train_clock() - spent, e.loss, e.error, spent});
+    paused_s_ += spent;
+    last_eval_epoch_ = epoch();
+    if (!opt_.quiet)
+      spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
+                   epoch(), clock_, e.loss, 100 * e.error, spent);
+  }
+
+  void checkpoint_paused() {
+    const auto t0 = Clock::now();
+    checkpoint();
+    paused_s_ += seconds_since(t0);
+  }
+
+  void checkpoint() {
+    io::Checkpoint ck;
+    ck.run_id = resolved_run_id(cfg_);
+    ck.model = cfg_.model;
+    ck.config_hash = config_hash(cfg_);
+    ck.n_params = model_.n_params();
+    ck.shard_index = k_;
+    ck.shard_count = S_;
+    ck.shard_offset = shard_.offset;
+    ck.clock = clock_;
+    ck.schedule_step = clock_;
+    ck.epochs = epoch();
+    ck.wall_s = train_clock();
+    ck.weights = to_host(w_);
+    ck.momentum = to_host(inc_);
+    ck.cursors = cursors_;
+    ck.rng_state = {cfg_.seed};
+    ck.progress.updates = res_.updates;
+    ck.progress.evals = res_.evals;
+    ck.progress.staleness_histogram = res_.staleness_histogram;
+    ck.progress.learners = learner_rows();
+    io::write_checkpoint(shard_checkpoint(paths_, k_), ck);
+  }
+
+  std::vector<io::LearnerTiming> learner_rows() const {
+    std::vector<io::LearnerTiming> rows = timing_;
+    for (int l = 0; l < L_; ++l) {
+      rows[l].gradients = counts_[l];
+      rows[l].samples = samples_by_[l];
+    }
+    return rows;
+  }
+
+  void wait_for_finish() {
+    // Keep serving evaluation requests until server 0 says finish.
+    for (;;) {
+      const MPI_Status st = polite_probe(0, MPI_ANY_TAG, comm_.get());
+      char dummy = 0;
+      recv(dummy, 0, st.MPI_TAG);
+      if (st.MPI_TAG == kFinish) return;
+      if (st.MPI_TAG != kEvalReq)
+        throw Error(fmt::format("server {}: unexpected tag {} while finishing", k_, st.MPI_TAG));
+      Kokkos::fence();
+      MPI_Request r = isend_floats(w_.data(), shard_.len, 0, kEvalData, comm_.get());
+      polite_wait(r);
+    }
+  }
+
+  io::RunResult finish_result() {
+    res_.status = status_;
+    res_.learners = learner_rows();
+    res_.summary.train_time_s = train_clock();
+    res_.summary.epochs = epoch();
+    summarise(res_, cfg_.target_error);
+    return std::move(res_);
+  }
+
+  const TrainConfig& cfg_;
+  const TrainOptions& opt_;
+  const Comm& comm_;
+  RunPaths paths_;
+  data::DataPair* data_;
+  nn::Model& model_;
+  UpdateRule rule_;
+  int k_, S_, L_;
+  index_t n_train_;
+  Shard shard_;
+  nn::View w_, inc_, acc_, scratch_;
+  std::int64_t clock_ = 0, samples_ = 0;
+  double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0;
+  Clock::time_point start_, last_print_ = Clock::now();
+  std::int64_t win_samples_ = 0;
+  double win_t_ = 0;
+  bool stopping_ = false;
+  std::string status_ = "completed";
+  std::vector<Pending> pending_;
+  std::vector<io::LearnerCursor> cursors_;
+  std::vector<std::int64_t> counts_, samples_by_;
+  std::vector<io::LearnerTiming> timing_;
+  io::RunResult res_;
+};
+
+// ---------------------------------------------------------------------------
+// Learner
+// ---------------------------------------------------------------------------
+void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
+                 nn::Model& model) {
+  const int S = cfg.servers, L = cfg.learners, l = comm.rank() - S;
+  const UpdateRule rule(cfg);
+  std::vector<Shard> shards;
+  for (int s = 0; s < S; ++s) shards.push_back(shard_of(model.n_params(), s, S));
+  data::Sampler sampler(train.n, cfg.seed, l, L, cfg.batch);
+  const index_t bpe = sampler.batches_per_epoch();
+  std::vector<std::int64_t> clocks(S, 0);
+  std::vector<ReplyHeader> replies(S);
+  PushHeader totals;
+  real_t* params = model.params().data();
+
+  // Replies (header + weights) from every server are received into the
+  // parameter buffer. Receives are posted BEFORE the matching push is sent,
+  // so a server's reply never waits on this learner (no cycle with a server
+  // 0 that is busy gathering shards for an evaluation).
+  std::vector<MPI_Request> heads(S), bodies(S);
+  auto post_receives = [&] {
+    for (int s = 0; s < S; ++s) {
+      heads[s] = irecv(replies[s], s, kReply, comm.get());
+      bodies[s] = irecv_floats(params + shards[s].offset, shards[s].len, s, kReplyData, comm.get());
+    }
+  };
+  // Returns whether server 0 said stop.
+  auto finish_receives = [&](double* wait_s, double* pull_s) {
+    const auto t0 = Clock::now();
+    polite_wait_all(S, heads.data());
+    const auto t1 = Clock::now();
+    polite_wait_all(S, bodies.data());
+    for (int s = 0; s < S; ++s) clocks[s] = replies[s].clock;
+    if (wait_s) *wait_s += std::chrono::duration<double>(t1 - t0).count();
+    if (pull_s) *pull_s += seconds_since(t1);
+    return replies[0].stop != 0;
+  };
+
+  // hello: fetch the weights (and, after a resume, this learner's data cursor)
+  post_receives();
+  {
+    std::vector<MPI_Request> r;
+    for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kHello, comm.get()));
+    polite_wait_all(S, r.data());
+  }
+  bool stop = finish_receives(nullptr, nullptr);
+  if (replies[0].cursor_epoch > 0 || replies[0].cursor_batch > 0)
+    sampler.restore({replies[0].cursor_epoch, replies[0].cursor_batch});
+
+  nn::View x("asgd::x", cfg.batch * train.sample_size());
+  nn::IView y("asgd::y", cfg.batch);
+  auto xh = Kokkos::create_mirror_view(x);
+  auto yh = Kokkos::create_mirror_view(y);
+  std::vector<index_t> idx;
+  nn::View local_inc, fetched;
+  if (rule.delta()) {
+    local_inc = nn::View("asgd::learner::inc", model.n_params());
+    fetched = nn::View("asgd::learner::fetched", model.n_params());
+    Kokkos::deep_copy(fetched, model.params());
+  }
+  std::int64_t step = 0;
+  while (!stop) {
+    PushHeader h;
+    const auto t0 = Clock::now();
+    const int local_steps = rule.delta() ? cfg.n_sync : 1;
+    for (int i = 0; i < local_steps; ++i) {
+      const auto st = sampler.state();
+      sampler.next(idx);
+      data::gather_batch(train, idx, xh.data(), yh.data());
+      Kokkos::deep_copy(x, xh);
+      Kokkos::deep_copy(y, yh);
+      model.zero_grads();
+      const auto s = model.forward_backward(
+          cfg.batch, x, y, nn::Context{true, mix(mix(cfg.seed, static_cast<std::uint64_t>(l)), step++)},
+          true);
+      h.loss_sum += s.loss;
+      h.wrong += s.wrong;
+      h.samples += cfg.batch;
+      if (rule.delta()) {
+        const double epoch = static_cast<double>(st.epoch) +
+                             static_cast<double>(st.batch) / static_cast<double>(bpe);
+        kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(scheduled_lr(cfg, epoch)),
+                                       static_cast<real_t>(cfg.momentum),
+                                       static_cast<real_t>(cfg.weight_decay), model.grads(),
+                                       local_inc, model.params());
+      }
+    }
+    if (rule.delta()) {  // push the accumulated change: local minus fetched
+      Kokkos::deep_copy(model.grads(), model.params());
+      KokkosBlas::axpy(real_t(-1), fetched, model.grads());
+    }
+    Kokkos::fence();
+    const auto st = sampler.state();
+    h.cursor_epoch = st.epoch;
+    h.cursor_batch = st.batch;
+    const double compute = seconds_since(t0);
+    totals.compute_s += compute;
+
+    const auto t1 = Clock::now();
+    post_receives();
+    std::vector<PushHeader> hs(S, h);
+    std::vector<MPI_Request> r;
+    for (int s = 0; s < S; ++s) {
+      hs[s].timestamp = clocks[s];
+      hs[s].compute_s = compute;
+      r.push_back(isend(hs[s], s, kPush, comm.get()));
+      r.push_back(isend_floats(model.grads().data() + shards[s].offset, shards[s].len, s, kPushData,
+                               comm.get()));
+    }
+    polite_wait_all(static_cast<int>(r.size()), r.data());
+    totals.push_s += seconds_since(t1);
+    totals.gradients += 1;
+    stop = finish_receives(&totals.wait_s, &totals.pull_s);
+    if (rule.delta() && !stop) Kokkos::deep_copy(fetched, model.params());
+  }
+  std::vector<MPI_Request> r;
+  for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kBye, comm.get()));
+  polite_wait_all(S, r.data());
+}
+
+}  // namespace
+
+TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
+  Comm comm(parent);
+  const int S = cfg.servers, L = cfg.learners;
+  if (auto problems = validate(cfg); !problems.empty()) {
+    try {
+      check(cfg);
+    } catch (const Error& e) {
+      throw CollectiveError(e.what());
+    }
+  }
+  if (comm.size() != S + L)
+    throw CollectiveError(fmt::format(
+        "started with {} MPI ranks, but --servers {} + --learners {} need exactly {} (mpiexec -n {})",
+        comm.size(), S, L, S + L, S + L));
+  const bool server = comm.rank() < S;
+  const bool writer = comm.rank() == 0;
+
+  // Set-up on every rank; any failure is reported by the rank that saw it and
+  // every rank stops before training starts.
+  TrainOutcome out;
+  std::optional<data::DataPair> data;
+  std::optional<nn::Model> model;
+  std::optional<Server> srv;
+  std::string error;
+  int skip = 0;
+  try {
+    out.paths = prepare_paths(cfg);
+    if (writer && fs::exists(out.paths.results)) skip = 1;
+    set_blas_threads(cfg.threads);
+    data = data::load_dataset(cfg.data);
+    model.emplace(nn::make_model(cfg.model, {data->train.h, data->train.w, data->train.c},
+                                 data->train.classes));
+    model->finalize(writer ? std::max(cfg.batch, cfg.eval_batch) : cfg.batch);
+    model->init(cfg.seed);
+    if (server) {
+      srv.emplace(cfg, opt, comm, out.paths, &*data, *model, data->train.n);
+      if (!skip) out.resumed = srv->resume();
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int ok = error.empty() ? 1 : 0, all_ok = 0;
+  mpi_check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
+  if (!all_ok) {
+    if (!error.empty()) throw SetupFailed(error);
+    throw ReportedElsewhere("set-up failed on another rank");
+  }
+  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, comm.get()), "Bcast");
+  if (skip) {
+    out.skipped = true;
+    if (writer) out.result = io::read_results(out.paths.results);
+    return out;
+  }
+  int resumed = out.resumed ? 1 : 0;
+  mpi_check(MPI_Bcast(&resumed, 1, MPI_INT, 0, comm.get()), "Bcast");
+  out.resumed = resumed != 0;
+
+  const RunInfo info = collect_run_info();
+  if (writer && !opt.quiet) {
+    spdlog::info("run {} -> {}", resolved_run_id(cfg), out.paths.results);
+    spdlog::info("{}", model->summary());
+    spdlog::info("{} servers + {} learners, protocol {}{}, lr policy {}, batch {} per learner; "
+                 "data {} ({} train); BLAS {}",
+                 S, L, cfg.protocol,
+                 cfg.protocol == "softsync" ? fmt::format(" n={} (c={})", cfg.softsync_n,
+                                                          UpdateRule(cfg).gradients_per_update())
+                 : cfg.protocol == "nsync" ? fmt::format(" n_sync={}", cfg.n_sync)
+                                           : std::string(),
+                 cfg.lr_policy, cfg.batch, data->train.name, data->train.n, info.blas);
+    if (out.resumed) spdlog::info("resuming {} from its checkpoints", resolved_run_id(cfg));
+  }
+  if (server) {
+    io::RunResult res = srv->run();
+    if (writer) {
+      fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
+      io::write_results(out.paths.results, res);
+      out.result = std::move(res);
+    }
+  } else {
+    run_learner(cfg, comm, data->train, *model);
+  }
+  return out;
+}
+
+}  // namespace asgd::dist

@@ -1,0 +1,37 @@
+#pragma once
+// The MPI async-SGD core. Ranks 0..S-1 of the communicator are parameter
+// servers, each owning a contiguous shard of the flat parameter buffer; ranks
+// S..S+L-1 are learners. Protocols (hardsync, n-softsync, GPU A-SGD's n_sync)
+// and learning-rate policies follow DESIGN.md; the server rule is
+// dist::UpdateRule, the transport is MPI point-to-point.
+//
+// Server rank 0 evaluates, decides when to stop, and writes the results file;
+// every server checkpoints its shard. Killing all ranks and re-running the
+// same command resumes from the last checkpoints.
+#include <mpi.h>
+
+#include "common/config.hpp"
+#include "dist/trainer.hpp"
+
+namespace asgd::dist {
+
+// An error every rank detects identically (bad config, wrong rank count):
+// rank 0 reports it, every rank exits with the same code, no MPI_Abort.
+struct CollectiveError : Error {
+  using Error::Error;
+};
+// A set-up failure on this rank (it prints it); every rank stops cleanly.
+struct SetupFailed : Error {
+  using Error::Error;
+};
+// A rank-local failure that another rank has already reported.
+struct ReportedElsewhere : Error {
+  using Error::Error;
+};
+
+// Runs one distributed training run over comm (which must have exactly
+// cfg.servers + cfg.learners ranks). The returned outcome is meaningful on
+// rank 0 (the writer); other ranks return with an empty result.
+TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm comm, const TrainOptions& opt = {});
+
+}  // namespace asgd::dist

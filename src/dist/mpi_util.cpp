@@ -1,0 +1,78 @@
+#include "dist/mpi_util.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace asgd::dist {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kMaxPause = std::chrono::microseconds(100);
+
+// Calls done() until it returns true: first spinning for kSpin, then sleeping
+// 1, 2, 4, ... up to kMaxPause microseconds between calls.
+template <class Done>
+void backoff(Done&& done) {
+  const auto t0 = Clock::now();
+  while (Clock::now() - t0 < kSpin)
+    if (done()) return;
+  auto pause = std::chrono::microseconds(1);
+  while (!done()) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kMaxPause);
+  }
+}
+}  // namespace
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw Error(fmt::format("MPI {} failed: {}", what, std::string(msg, static_cast<std::size_t>(len))));
+}
+
+Comm::Comm(MPI_Comm parent) {
+  mpi_check(MPI_Comm_dup(parent, &comm_), "Comm_dup");
+  mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "Comm_set_errhandler");
+  mpi_check(MPI_Comm_rank(comm_, &rank_), "Comm_rank");
+  mpi_check(MPI_Comm_size(comm_, &size_), "Comm_size");
+}
+
+Comm::~Comm() {
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+MPI_Status polite_wait(MPI_Request& req) {
+  MPI_Status st{};
+  backoff([&] {
+    int flag = 0;
+    mpi_check(MPI_Test(&req, &flag, &st), "Test");
+    return flag != 0;
+  });
+  return st;
+}
+
+void polite_wait_all(int n, MPI_Request* reqs) {
+  backoff([&] {
+    int flag = 0;
+    mpi_check(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE), "Testall");
+    return flag != 0;
+  });
+}
+
+MPI_Status polite_probe(int source, int tag, MPI_Comm comm) {
+  MPI_Status st{};
+  backoff([&] {
+    int flag = 0;
+    mpi_check(MPI_Iprobe(source, tag, comm, &flag, &st), "Iprobe");
+    return flag != 0;
+  });
+  return st;
+}
+
+}  // namespace asgd::dist

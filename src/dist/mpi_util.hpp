@@ -1,0 +1,40 @@
+#pragma once
+// Thin MPI helpers: every return code checked through one function, a
+// duplicated communicator owned by RAII, and a wait that does not burn a core.
+#include <mpi.h>
+
+#include <string>
+
+#include "common/error.hpp"
+
+namespace asgd::dist {
+
+// Throws asgd::Error("MPI <what> failed: <MPI error string>") unless rc == MPI_SUCCESS.
+void mpi_check(int rc, const char* what);
+
+// A private duplicate of a communicator (never MPI_COMM_WORLD in library code).
+class Comm {
+ public:
+  explicit Comm(MPI_Comm parent);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  MPI_Comm get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+};
+
+// Completes req, polling: spins for a short while (a message in flight
+// arrives at full speed), then sleeps with growing pauses (up to 100 us), so a
+// server waiting next to busy learners on an oversubscribed node yields its
+// core. Returns the status.
+MPI_Status polite_wait(MPI_Request& req);
+void polite_wait_all(int n, MPI_Request* reqs);
+// Blocks (politely) until a message matching (source, tag) is available.
+MPI_Status polite_probe(int source, int tag, MPI_Comm comm);
+
+}  // namespace asgd::dist

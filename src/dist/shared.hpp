@@ -1,0 +1,39 @@
+#pragma once
+// Pieces the single-learner trainer and the MPI core share.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/runinfo.hpp"
+#include "data/dataset.hpp"
+#include "io/results.hpp"
+#include "nn/model.hpp"
+
+namespace asgd::dist::detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b);
+std::string fmt_duration(double s);
+
+struct Eval {
+  double loss = 0, error = 0;
+};
+// Forward passes over the test set (or its first eval_samples) in batches.
+Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
+              std::int64_t eval_samples);
+
+std::vector<float> to_host(const nn::View& v);
+void from_host(const std::vector<float>& src, const nn::View& v);
+
+// Root attributes of a results file from the config and the run facts.
+void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info,
+                 const std::string& protocol, const std::string& mpi_version);
+
+}  // namespace asgd::dist::detail
