@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""MPI tests of the async-SGD core: each case launches real `mpiexec -n N asgd
+train` runs on synthetic data and checks the HDF5 results with h5py.
+
+    check_mpi.py CASE --asgd PATH --mpiexec PATH      (ctest runs one case each)
+    check_mpi.py --list
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+ARGS = None
+SYN = ["--dataset", "synthetic", "--synthetic-size", "12", "--synthetic-train", "512",
+       "--synthetic-test", "64", "--epochs", "1", "-q", "--threads", "1"]
+
+
+def run(n, *extra, results, check=True):
+    cmd = [ARGS.mpiexec, "-n", str(n), ARGS.asgd, "train", *SYN, "--results", results, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def single(*extra, results):
+    cmd = [ARGS.asgd, "train", *SYN, "--results", results, *extra]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+
+
+def weights(results, run_id, shards=1):
+    parts = []
+    for k in range(shards):
+        name = f"{run_id}.h5" if k == 0 else f"{run_id}.shard{k}.h5"
+        with h5py.File(os.path.join(results, "adhoc", "checkpoints", name)) as f:
+            parts.append(f["weights"][:])
+    return np.concatenate(parts)
+
+
+def result(results, run_id):
+    f = h5py.File(os.path.join(results, "adhoc", "runs", f"{run_id}.h5"))
+    return {
+        "status": f.attrs["status"],
+        "gradients": f["updates/gradients"][:],
+        "mean_tau": f["updates/mean_tau"][:],
+        "samples": f["updates/samples"][:],
+        "clock": f["updates/clock"][:],
+        "hist": f["staleness/histogram"][:],
+        "l_grads": f["learners/gradients"][:],
+        "l_samples": f["learners/samples"][:],
+        "evals": f["evals/test_error"][:],
+    }
+
+
+def check_invariants(r, c, learners, mu):
+    updates = len(r["clock"])
+    assert r["status"] == "completed", r["status"]
+    assert updates > 0
+    assert (r["clock"] == np.arange(1, updates + 1)).all(), "clock must count updates"
+    assert (r["gradients"] == c).all(), f"every update uses c={c} gradients: {set(r['gradients'])}"
+    assert r["hist"].sum() == updates * c, f"histogram holds {r['hist'].sum()} != {updates}*{c}"
+    assert r["l_grads"].sum() == updates * c, "gradients received == updates * c"
+    assert r["l_samples"].sum() == r["samples"].sum(), "learner samples == server samples"
+    assert len(r["l_grads"]) == learners
+    assert (r["mean_tau"] >= 0).all(), "tau >= 0"
+    assert (r["samples"] == c * mu).all() or r["samples"].sum() > 0
+
+
+def case_hardsync_equivalence(tmp):
+    """hardsync with L=2 (S=1 and S=2) equals one learner with batch 2*mu."""
+    single("--model", "lenet", "--batch", "32", "--run-id", "one", results=tmp)
+    run(3, "--model", "lenet", "--batch", "16", "--learners", "2", "--protocol", "hardsync",
+        "--run-id", "hs", results=tmp)
+    run(4, "--model", "lenet", "--batch", "16", "--learners", "2", "--servers", "2",
+        "--protocol", "hardsync", "--run-id", "hs2", results=tmp)
+    a = weights(tmp, "one")
+    for run_id, shards in (("hs", 1), ("hs2", 2)):
+        b = weights(tmp, run_id, shards)
+        diff = np.abs(a - b).max()
+        assert diff < 1e-5, f"{run_id}: max weight difference {diff}"
+        print(f"{run_id}: {len(b)} weights, max |difference| to single learner {diff:.2e}")
+
+
+def case_hardsync_invariants(tmp):
+    run(3, "--model", "mlp", "--batch", "16", "--learners", "2", "--protocol", "hardsync",
+        "--run-id", "h", results=tmp)
+    r = result(tmp, "h")
+    check_invariants(r, 2, 2, 16)
+    assert len(r["hist"]) == 1, f"hardsync tau must be 0: histogram {r['hist']}"
+    assert (r["l_grads"] == len(r["clock"])).all(), "one gradient per learner per update"
+
+
+def case_softsync_invariants(tmp):
+    for n, servers in ((1, 1), (2, 1), (2, 2)):
+        run_id = f"s{n}_{servers}"
+        run(2 + servers, "--model", "mlp", "--batch", "16", "--learners", "2", "--servers",
+            str(servers), "--protocol", "softsync", "--n", str(n), "--run-id", run_id, results=tmp)
+        r = result(tmp, run_id)
+        c = 2 // n
+        check_invariants(r, c, 2, 16)
+        if n == 1:
+            assert len(r["hist"]) <= 3, f"1-softsync tau in {{0,1,2}}: {r['hist']}"
+        print(f"softsync n={n} S={servers}: {len(r['clock'])} updates, histogram {list(r['hist'])}")
+
+
+def case_nsync(tmp):
+    run(3, "--model", "mlp", "--batch", "16", "--learners", "2", "--protocol", "nsync",
+        "--n-sync", "4", "--run-id", "ns", results=tmp)
+    r = result(tmp, "ns")
+    check_invariants(r, 1, 2, 16)
+    assert (r["samples"] == 4 * 16).all(), "each push carries n_sync*mu samples"
+    assert r["evals"][-1] < 0.5, f"nsync must learn: final error {r['evals'][-1]}"
+
+
+def case_rate_policies(tmp):
+    for policy in ("staleness", "mean-staleness"):
+        run(3, "--model", "mlp", "--batch", "16", "--learners", "2", "--protocol", "softsync",
+            "--n", "2", "--lr-policy", policy, "--run-id", policy, results=tmp)
+        r = result(tmp, policy)
+        check_invariants(r, 1, 2, 16)
+        assert r["evals"][-1] < 0.5, f"{policy} must learn: final error {r['evals'][-1]}"
+
+
+def case_refusals(tmp):
+    """Refused before any rank starts work: one line, non-zero exit."""
+    bad = [
+        (3, ["--learners", "2", "--protocol", "softsync", "--n", "3"], "softsync n 3"),
+        (3, ["--learners", "2", "--protocol", "nsync", "--n-sync", "0"], "n_sync 0"),
+        (3, ["--learners", "2", "--servers", "0"], "servers 0"),
+        (3, ["--learners", "0"], "learners 0"),
+        (3, ["--learners", "1"], "started with 3 MPI ranks"),
+    ]
+    for n, extra, want in bad:
+        p = run(n, "--model", "mlp", *extra, results=tmp, check=False)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode != 0, f"{extra}: exit 0"
+        assert len(lines) == 1 and want in lines[0], f"{extra}: stderr {p.stderr!r}"
+        print(f"refused {extra}: {lines[0]}")
+    assert not os.path.exists(os.path.join(tmp, "adhoc", "runs")) or \
+        not os.listdir(os.path.join(tmp, "adhoc", "runs")), "a refused run wrote a result"
+
+
+def case_corrupt_checkpoint(tmp):
+    os.makedirs(os.path.join(tmp, "adhoc", "checkpoints"))
+    path = os.path.join(tmp, "adhoc", "checkpoints", "cc.shard1.h5")
+    with open(path, "w") as f:
+        f.write("garbage")
+    p = run(4, "--model", "mlp", "--learners", "2", "--servers", "2", "--run-id", "cc",
+            results=tmp, check=False)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1 and "cc.shard1.h5" in lines[0], p.stderr
+    assert open(path).read() == "garbage"
+    print(f"refused: {lines[0]}")
+
+
+def case_kill_resume(tmp):
+    """kill -9 of every rank mid-run, same command again: resumes and completes."""
+    extra = ["--model", "lenet", "--batch", "16", "--learners", "2", "--protocol", "softsync",
+             "--n", "2", "--epochs", "6", "--synthetic-size", "28", "--synthetic-train", "1024",
+             "--checkpoint-every", "20", "--run-id", "kr"]
+    cmd = [ARGS.mpiexec, "-n", "3", ARGS.asgd, "train", *SYN, "--results", tmp, *extra]
+    ckpt = os.path.join(tmp, "adhoc", "checkpoints", "kr.h5")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    deadline = time.time() + 120
+    while not os.path.exists(ckpt) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert os.path.exists(ckpt), "no checkpoint before the kill"
+    assert not os.path.exists(os.path.join(tmp, "adhoc", "runs", "kr.h5")), "finished too early"
+    with h5py.File(ckpt) as f:
+        at = int(f.attrs["clock"])
+    again = subprocess.run([c for c in cmd if c != "-q"], capture_output=True,
+                           text=True, timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert again.returncode == 0, again.stderr
+    assert "resuming kr from its checkpoints" in again.stdout + again.stderr, again.stderr
+    r = result(tmp, "kr")
+    check_invariants(r, 1, 2, 16)
+    assert r["clock"][-1] > at
+    print(f"killed with a checkpoint at update {at}; resumed to update {r['clock'][-1]}")
+
+
+CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("case", nargs="?", choices=sorted(CASES))
+    ap.add_argument("--asgd")
+    ap.add_argument("--mpiexec", default="mpiexec")
+    ap.add_argument("--list", action="store_true")
+    ARGS = ap.parse_args()
+    if ARGS.list or not ARGS.case:
+        print("\n".join(sorted(CASES)))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        CASES[ARGS.case](tmp)
+    print(f"{ARGS.case}: 1 passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
