@@ -15,6 +15,7 @@
 #include "dist/mpi_util.hpp"
 #include "dist/protocol.hpp"
 #include "dist/shared.hpp"
+#include "dist/transport.hpp"
 
 namespace asgd::dist {
 
@@ -22,59 +23,6 @@ namespace fs = std::filesystem;
 using namespace detail;
 
 namespace {
-
-// Message tags. A push or reply is a fixed header followed (same source and
-// tag order, MPI's non-overtaking rule) by a float payload of one shard.
-enum Tag : int {
-  kHello = 1,      // learner -> every server: send me the weights
-  kPush = 2,       // learner -> every server: header, then payload (gradient or delta)
-  kPushData = 3,
-  kReply = 4,      // server -> learner: header, then payload (weights) unless stop
-  kReplyData = 5,
-  kBye = 6,        // learner -> every server: done (header carries its timing)
-  kEvalReq = 7,    // server 0 -> server k: send me your shard
-  kEvalData = 8,
-  kFinish = 9,     // server 0 -> server k: write your final checkpoint and exit
-};
-
-struct PushHeader {
-  std::int64_t timestamp = 0;  // server clock of the weights the gradient was computed on
-  std::int64_t samples = 0;
-  double loss_sum = 0;         // summed over the samples
-  std::int64_t wrong = 0;
-  std::int64_t cursor_epoch = 0, cursor_batch = 0;  // sampler state after this gradient
-  double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;  // BYE: totals
-  std::int64_t gradients = 0;                                 // BYE: pushes made
-};
-
-struct ReplyHeader {
-  std::int64_t clock = 0;
-  std::int32_t stop = 0;
-  std::int64_t cursor_epoch = 0, cursor_batch = 0;  // HELLO replies from server 0
-};
-
-template <class T>
-MPI_Request isend(const T& v, int dest, int tag, MPI_Comm comm) {
-  MPI_Request r;
-  mpi_check(MPI_Isend(&v, sizeof(T), MPI_BYTE, dest, tag, comm, &r), "Isend");
-  return r;
-}
-template <class T>
-MPI_Request irecv(T& v, int src, int tag, MPI_Comm comm) {
-  MPI_Request r;
-  mpi_check(MPI_Irecv(&v, sizeof(T), MPI_BYTE, src, tag, comm, &r), "Irecv");
-  return r;
-}
-MPI_Request isend_floats(const real_t* p, index_t n, int dest, int tag, MPI_Comm comm) {
-  MPI_Request r;
-  mpi_check(MPI_Isend(p, static_cast<int>(n), MPI_FLOAT, dest, tag, comm, &r), "Isend");
-  return r;
-}
-MPI_Request irecv_floats(real_t* p, index_t n, int src, int tag, MPI_Comm comm) {
-  MPI_Request r;
-  mpi_check(MPI_Irecv(p, static_cast<int>(n), MPI_FLOAT, src, tag, comm, &r), "Irecv");
-  return r;
-}
 
 struct Shard {
   index_t offset = 0, len = 0;
@@ -208,7 +156,7 @@ class Server {
           recv(dummy, src, kEvalReq);
           Kokkos::fence();
           MPI_Request r = isend_floats(w_.data(), shard_.len, src, kEvalData, comm_.get());
-          polite_wait(r);
+          polite_wait(r, Wait::transfer);
           break;
         }
         case kFinish: {
@@ -256,7 +204,7 @@ class Server {
     MPI_Request r[2];
     r[0] = isend(h, learner_rank, kReply, comm_.get());
     r[1] = isend_floats(w_.data(), shard_.len, learner_rank, kReplyData, comm_.get());
-    polite_wait_all(2, r);
+    polite_wait_all(2, r, Wait::transfer);
   }
 
   void on_push(int src) {
@@ -265,7 +213,7 @@ class Server {
     MPI_Request r[2];
     r[0] = irecv(h, src, kPush, comm_.get());
     r[1] = irecv_floats(scratch_.data(), shard_.len, src, kPushData, comm_.get());
-    polite_wait_all(2, r);
+    polite_wait_all(2, r, Wait::transfer);
     if (stopping_) {  // the run is over: answer with stop, apply nothing
       reply(src, ReplyHeader{clock_, 1, 0, 0});
       return;
@@ -389,7 +337,7 @@ class Server {
       MPI_Request r[2];
       r[0] = irecv_floats(full.data() + sh.offset, sh.len, s, kEvalData, comm_.get());
       r[1] = isend(dummy, s, kEvalReq, comm_.get());
-      polite_wait_all(2, r);
+      polite_wait_all(2, r, Wait::transfer);
     }
     const Eval e = evaluate(model_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
     const double spent = seconds_since(t0);
@@ -451,7 +399,7 @@ class Server {
         throw Error(fmt::format("server {}: unexpected tag {} while finishing", k_, st.MPI_TAG));
       Kokkos::fence();
       MPI_Request r = isend_floats(w_.data(), shard_.len, 0, kEvalData, comm_.get());
-      polite_wait(r);
+      polite_wait(r, Wait::transfer);
     }
   }
 
@@ -521,7 +469,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
     const auto t0 = Clock::now();
     polite_wait_all(S, heads.data());
     const auto t1 = Clock::now();
-    polite_wait_all(S, bodies.data());
+    polite_wait_all(S, bodies.data(), Wait::transfer);
     for (int s = 0; s < S; ++s) clocks[s] = replies[s].clock;
     if (wait_s) *wait_s += std::chrono::duration<double>(t1 - t0).count();
     if (pull_s) *pull_s += seconds_since(t1);
@@ -599,7 +547,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
       r.push_back(isend_floats(model.grads().data() + shards[s].offset, shards[s].len, s, kPushData,
                                comm.get()));
     }
-    polite_wait_all(static_cast<int>(r.size()), r.data());
+    polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer);
     totals.push_s += seconds_since(t1);
     totals.gradients += 1;
     stop = finish_receives(&totals.wait_s, &totals.pull_s);

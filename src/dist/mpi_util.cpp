@@ -10,15 +10,17 @@ namespace asgd::dist {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpinEvent = std::chrono::microseconds(50);
+constexpr auto kSpinTransfer = std::chrono::microseconds(20000);
 constexpr auto kMaxPause = std::chrono::microseconds(100);
 
-// Calls done() until it returns true: first spinning for kSpin, then sleeping
-// 1, 2, 4, ... up to kMaxPause microseconds between calls.
+// Calls done() until it returns true: first spinning, then sleeping 1, 2, 4,
+// ... up to kMaxPause microseconds between calls.
 template <class Done>
-void backoff(Done&& done) {
+void backoff(Done&& done, Wait kind = Wait::event) {
   const auto t0 = Clock::now();
-  while (Clock::now() - t0 < kSpin)
+  const auto spin = kind == Wait::transfer ? kSpinTransfer : kSpinEvent;
+  while (Clock::now() - t0 < spin)
     if (done()) return;
   auto pause = std::chrono::microseconds(1);
   while (!done()) {
@@ -47,22 +49,26 @@ Comm::~Comm() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-MPI_Status polite_wait(MPI_Request& req) {
+MPI_Status polite_wait(MPI_Request& req, Wait kind) {
   MPI_Status st{};
-  backoff([&] {
-    int flag = 0;
-    mpi_check(MPI_Test(&req, &flag, &st), "Test");
-    return flag != 0;
-  });
+  backoff(
+      [&] {
+        int flag = 0;
+        mpi_check(MPI_Test(&req, &flag, &st), "Test");
+        return flag != 0;
+      },
+      kind);
   return st;
 }
 
-void polite_wait_all(int n, MPI_Request* reqs) {
-  backoff([&] {
-    int flag = 0;
-    mpi_check(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE), "Testall");
-    return flag != 0;
-  });
+void polite_wait_all(int n, MPI_Request* reqs, Wait kind) {
+  backoff(
+      [&] {
+        int flag = 0;
+        mpi_check(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE), "Testall");
+        return flag != 0;
+      },
+      kind);
 }
 
 MPI_Status polite_probe(int source, int tag, MPI_Comm comm) {

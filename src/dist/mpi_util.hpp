@@ -28,12 +28,17 @@ class Comm {
   int rank_ = 0, size_ = 1;
 };
 
-// Completes req, polling: spins for a short while (a message in flight
-// arrives at full speed), then sleeps with growing pauses (up to 100 us), so a
-// server waiting next to busy learners on an oversubscribed node yields its
-// core. Returns the status.
-MPI_Status polite_wait(MPI_Request& req);
-void polite_wait_all(int n, MPI_Request* reqs);
+// What a wait is for. An event (the next push, a reply that depends on other
+// learners) may take long: spin 50 us, then sleep with growing pauses (up to
+// 100 us), so a waiting server next to busy learners on an oversubscribed node
+// yields its core. A transfer whose other side is known to be posted moves
+// data only while both sides poll (MPICH's shared-memory copy is driven by
+// progress calls): spin up to 20 ms before backing off.
+enum class Wait { event, transfer };
+
+// Completes req, polling as above. Returns the status.
+MPI_Status polite_wait(MPI_Request& req, Wait kind = Wait::event);
+void polite_wait_all(int n, MPI_Request* reqs, Wait kind = Wait::event);
 // Blocks (politely) until a message matching (source, tag) is available.
 MPI_Status polite_probe(int source, int tag, MPI_Comm comm);
 

@@ -303,6 +303,11 @@ TEST(Geometry, ConvWindowOutputSizes) {
   EXPECT_EQ(g.stride, 2);
   EXPECT_EQ(g.pad, 1);
   EXPECT_EQ(k::conv_window(1, 7, 9, 1, 7, 1, 0).oh, 1);
+  // floor, not ceil: (8 + 2 - 3) / 2 + 1 = 4 and (10 + 0 - 3) / 3 + 1 = 3
+  EXPECT_EQ(k::conv_window(1, 8, 8, 3, 3, 2, 1).oh, 4);
+  EXPECT_EQ(k::conv_window(1, 8, 8, 3, 3, 2, 1).ow, 4);
+  EXPECT_EQ(k::conv_window(1, 10, 11, 3, 3, 3, 0).oh, 3);
+  EXPECT_EQ(k::conv_window(1, 10, 11, 3, 3, 3, 0).ow, 3);
   EXPECT_EQ(k::conv_window(1, 7, 9, 1, 7, 1, 0).ow, 3);
 }
 
@@ -1147,6 +1152,12 @@ TEST(EntryPoints, ShortViewsThrowWithExtents) {
                                     nans(108), nans(4), ones(24));
         },
         {"dx has 209", "needs 210"});
+    expect_error(  // no filters: dx is still zeroed, so still checked
+        [&] {
+          k::conv2d_backward<Space>(g, 0, nans(648), nans(0), nans(0), nans(648), nans(nx - 1),
+                                    nans(0), nans(0), ones(24));
+        },
+        {"conv2d_backward", "dx has 209", "needs 210"});
   }
   {
     const auto g = k::pool_window(2, 8, 6, 3, 3, 2);  // oh 4, ow 3: 72 outputs, 288 inputs

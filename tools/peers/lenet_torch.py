@@ -103,6 +103,18 @@ class Sampler:
         return idx
 
 
+def train_step(model, opt, sampler, x_all, y_all):
+    """One SGD step on the next minibatch of `sampler`; returns its training loss."""
+    idx = sampler.next()
+    xb = x_all.index_select(0, idx)
+    yb = y_all.index_select(0, idx)
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,14 +150,7 @@ def main():
     losses = []
 
     def step():
-        idx = sampler.next()
-        xb = x_all.index_select(0, idx)
-        yb = y_all.index_select(0, idx)
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(xb), yb)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        losses.append(train_step(model, opt, sampler, x_all, y_all))
 
     for _ in range(a.warmup):
         step()
