@@ -220,10 +220,15 @@ class Server {
     }
     const std::int64_t tau = std::max<std::int64_t>(0, clock_ - h.timestamp);
     pending_.push_back({l, tau, h});
+    const auto f = static_cast<real_t>(rule_.factor(tau));
     if (rule_.delta()) {
       KokkosBlas::axpy(real_t(1), scratch_, w_);  // nsync: w += local change
+    } else if (rule_.gradients_per_update() == 1) {
+      // c = 1: the update reads the gradient where it arrived (no accumulator pass)
+    } else if (pending_.size() == 1) {
+      KokkosBlas::scal(acc_, f, scratch_);  // the first gradient sets acc, no zeroing pass
     } else {
-      KokkosBlas::axpy(static_cast<real_t>(rule_.factor(tau)), scratch_, acc_);
+      KokkosBlas::axpy(f, scratch_, acc_);
     }
     const bool update = static_cast<int>(pending_.size()) == rule_.gradients_per_update();
     if (update) apply_update();
@@ -263,11 +268,11 @@ class Server {
     double rate = lr;
     if (!rule_.delta()) {
       const double scale = rule_.final_scale(taus);
-      KokkosBlas::scal(acc_, static_cast<real_t>(scale), acc_);
-      kernels::sgd_update<nn::Space>(shard_.len, static_cast<real_t>(lr),
-                                     static_cast<real_t>(cfg_.momentum),
-                                     static_cast<real_t>(cfg_.weight_decay), acc_, inc_, w_);
-      Kokkos::deep_copy(acc_, real_t(0));
+      const bool direct = rule_.gradients_per_update() == 1;
+      kernels::sgd_update<nn::Space>(
+          shard_.len, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
+          static_cast<real_t>(cfg_.weight_decay), direct ? scratch_ : acc_, inc_, w_,
+          static_cast<real_t>(direct ? scale * rule_.factor(taus[0]) : scale));
       rate = lr * scale * factor_sum;
     }
     Kokkos::fence();

@@ -625,17 +625,20 @@ LossSum softmax_xent(index_t n, index_t m, const View1<Space>& logits, const IVi
 }
 
 // ---------------------------------------------------------------------------
-// SGD update, cuda-convnet form: inc = m*inc - a*(g + wd*w); w += inc.
+// SGD update, cuda-convnet form: inc = m*inc - a*(s*g + wd*w); w += inc,
+// where s scales the gradient (a parameter server's 1/c and rate factors),
+// fused so the update is one pass over memory.
 // ---------------------------------------------------------------------------
 template <class Space>
 void sgd_update(index_t len, real_t lr, real_t momentum, real_t weight_decay,
-                const View1<Space>& g, const View1<Space>& inc, const View1<Space>& w) {
+                const View1<Space>& g, const View1<Space>& inc, const View1<Space>& w,
+                real_t grad_scale = real_t(1)) {
   detail::check_len("sgd_update", "g", g.extent(0), len);
   detail::check_len("sgd_update", "inc", inc.extent(0), len);
   detail::check_len("sgd_update", "w", w.extent(0), len);
   Kokkos::parallel_for(
       "asgd::sgd_update", Kokkos::RangePolicy<Space>(0, len), KOKKOS_LAMBDA(index_t i) {
-        const real_t v = momentum * inc(i) - lr * (g(i) + weight_decay * w(i));
+        const real_t v = momentum * inc(i) - lr * (grad_scale * g(i) + weight_decay * w(i));
         inc(i) = v;
         w(i) += v;
       });
