@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -96,6 +97,27 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--lr-policy", c.lr_policy, "constant, staleness or mean-staleness")
       ->capture_default_str();
+  app.add_option("--warm-start", c.warm_start,
+                 "Initial weights from this checkpoint (1 shard, same model)");
+  app.add_option("--warm-steps", c.warm_steps, "Warm start: this many single-learner steps first")
+      ->capture_default_str();
+  app.add_flag("--virtual", c.virtual_learners,
+               "Virtual learners: all learners in this process on a virtual clock");
+  app.add_option("--timing", c.timing, "Virtual timing model: calibrate, fixed, normal, lognormal")
+      ->capture_default_str();
+  app.add_option("--compute-s", c.compute_s, "Virtual: mean compute time per minibatch (0: measure)")
+      ->capture_default_str();
+  app.add_option("--compute-cv", c.compute_cv, "Virtual: coefficient of variation of compute time")
+      ->capture_default_str();
+  app.add_option("--comm-s", c.comm_s, "Virtual: push + pull time per exchange (0: measure)")
+      ->capture_default_str();
+  app.add_option("--straggler", c.straggler, "Virtual: index of a slow learner (-1: none)")
+      ->capture_default_str();
+  app.add_option("--straggler-factor", c.straggler_factor, "Virtual: how many times slower")
+      ->capture_default_str();
+  // Read before parsing (see load_config_arg); declared so --help lists it.
+  app.add_option("--config", "Start from this resolved configuration (JSON, as written by "
+                             "asgd sweep); options given too override it");
 }
 
 int world_rank() {
@@ -176,6 +198,21 @@ struct MpiScope {
   MpiScope& operator=(const MpiScope&) = delete;
 };
 
+// `--config FILE` is applied before CLI11 parses, so options given on the
+// same command line (which CLI11 writes only when present) override it.
+void load_config_arg(int argc, char** argv, asgd::TrainConfig& cfg) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--config") continue;
+    std::ifstream in(argv[i + 1]);
+    if (!in) throw asgd::Error(fmt::format("{}: cannot open config file", argv[i + 1]));
+    try {
+      cfg = nlohmann::json::parse(in).get<asgd::TrainConfig>();
+    } catch (const nlohmann::json::exception& e) {
+      throw asgd::Error(fmt::format("{}: bad config file: {}", argv[i + 1], e.what()));
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   asgd::ensure_blas_core(argc, argv);
   spdlog::set_pattern("[%H:%M:%S] %v");
@@ -204,6 +241,12 @@ int main(int argc, char** argv) {
 
   auto* info = app.add_subcommand("info", "Print versions: Kokkos, BLAS (and its kernel), HDF5");
 
+  try {
+    load_config_arg(argc, argv, cfg);
+  } catch (const asgd::Error& e) {
+    std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

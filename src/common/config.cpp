@@ -51,6 +51,15 @@ std::vector<std::string> validate(const TrainConfig& c) {
   need(c.n_sync >= 1, fmt::format("n_sync {} must be >= 1", c.n_sync));
   need(known(c.lr_policy, {"constant", "staleness", "mean-staleness"}),
        fmt::format("lr policy '{}' unknown (constant, staleness, mean-staleness)", c.lr_policy));
+  need(c.warm_steps >= 0, fmt::format("warm steps {} must be >= 0", c.warm_steps));
+  need(c.warm_start.empty() || c.warm_steps == 0, "warm start: give a checkpoint or warm steps, not both");
+  need(known(c.timing, {"calibrate", "fixed", "normal", "lognormal"}),
+       fmt::format("timing '{}' unknown (calibrate, fixed, normal, lognormal)", c.timing));
+  need(c.compute_s >= 0 && c.comm_s >= 0, "compute_s and comm_s must be >= 0");
+  need(c.compute_cv >= 0, fmt::format("compute_cv {} must be >= 0", c.compute_cv));
+  need(c.straggler >= -1 && c.straggler < c.learners,
+       fmt::format("straggler {} must be -1 (none) or a learner index below {}", c.straggler, c.learners));
+  need(c.straggler_factor >= 1, fmt::format("straggler factor {} must be >= 1", c.straggler_factor));
   if (c.data.kind == "synthetic") {
     need(c.data.h >= 1 && c.data.w >= 1 && c.data.c >= 1, "synthetic shape must be positive");
     need(c.data.classes >= 2, "synthetic classes must be >= 2");
@@ -110,6 +119,15 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
       {"softsync_n", c.softsync_n},
       {"n_sync", c.n_sync},
       {"lr_policy", c.lr_policy},
+      {"warm_start", c.warm_start},
+      {"warm_steps", c.warm_steps},
+      {"virtual", c.virtual_learners},
+      {"timing", c.timing},
+      {"compute_s", c.compute_s},
+      {"compute_cv", c.compute_cv},
+      {"comm_s", c.comm_s},
+      {"straggler", c.straggler},
+      {"straggler_factor", c.straggler_factor},
   };
 }
 
@@ -161,6 +179,15 @@ void from_json(const nlohmann::json& j, TrainConfig& c) {
   get("softsync_n", c.softsync_n);
   get("n_sync", c.n_sync);
   get("lr_policy", c.lr_policy);
+  get("warm_start", c.warm_start);
+  get("warm_steps", c.warm_steps);
+  get("virtual", c.virtual_learners);
+  get("timing", c.timing);
+  get("compute_s", c.compute_s);
+  get("compute_cv", c.compute_cv);
+  get("comm_s", c.comm_s);
+  get("straggler", c.straggler);
+  get("straggler_factor", c.straggler_factor);
 }
 
 std::string config_hash(const TrainConfig& c) {

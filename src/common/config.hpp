@@ -42,6 +42,19 @@ struct TrainConfig {
   int softsync_n = 1;
   int n_sync = 1;
   std::string lr_policy = "constant";  // constant | staleness | mean-staleness
+  // Warm start: initial weights from this checkpoint file (a 1-shard
+  // checkpoint of the same model), or from warm_steps single-learner steps.
+  std::string warm_start;
+  std::int64_t warm_steps = 0;
+  // Virtual learners (asgd train --virtual): L learners in one process on a
+  // virtual clock; per-learner minibatch time from the timing model.
+  bool virtual_learners = false;
+  std::string timing = "calibrate";  // calibrate | fixed | normal | lognormal
+  double compute_s = 0;              // mean compute time per minibatch (0: calibrate)
+  double compute_cv = 0.1;           // coefficient of variation (normal, lognormal)
+  double comm_s = 0;                 // push + pull time per exchange (0: calibrate)
+  int straggler = -1;                // learner that is straggler_factor times slower (-1: none)
+  double straggler_factor = 1;
 };
 
 // Every problem in cfg, one message each; empty when the config is valid.

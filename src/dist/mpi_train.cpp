@@ -112,6 +112,8 @@ class Server {
   }
 
   const nn::View& weights() const { return w_; }
+  // This shard's weights from a full parameter buffer (warm start).
+  void load_weights(const nn::View& full) { Kokkos::deep_copy(w_, sub(full, shard_)); }
   const Shard& shard() const { return shard_; }
 
   io::RunResult run() {
@@ -602,6 +604,10 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     if (server) {
       srv.emplace(cfg, opt, comm, out.paths, &*data, *model, data->train.n);
       if (!skip) out.resumed = srv->resume();
+      if (!skip && !out.resumed && !cfg.warm_start.empty()) {
+        load_warm_start(cfg, *model);
+        srv->load_weights(model->params());
+      }
     }
   } catch (const std::exception& e) {
     error = e.what();
@@ -621,6 +627,20 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   int resumed = out.resumed ? 1 : 0;
   mpi_check(MPI_Bcast(&resumed, 1, MPI_INT, 0, comm.get()), "Bcast");
   out.resumed = resumed != 0;
+
+  // Warm start from single-learner steps: server 0 makes them, every rank
+  // takes the result (the learners fetch from the servers anyway).
+  if (!out.resumed && cfg.warm_steps > 0) {
+    double t = 0;
+    if (writer) t = warm_up(cfg, *model, data->train);
+    Kokkos::fence();
+    mpi_check(MPI_Bcast(model->params().data(), static_cast<int>(model->n_params()), MPI_FLOAT, 0,
+                        comm.get()),
+              "Bcast");
+    if (server) srv->load_weights(model->params());
+    if (writer && !opt.quiet)
+      spdlog::info("warm start: {} single-learner steps on server 0 in {:.1f}s", cfg.warm_steps, t);
+  }
 
   const RunInfo info = collect_run_info();
   if (writer && !opt.quiet) {

@@ -36,4 +36,11 @@ void from_host(const std::vector<float>& src, const nn::View& v);
 void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info,
                  const std::string& protocol, const std::string& mpi_version);
 
+// Warm start from cfg.warm_start: the weights of a 1-shard checkpoint of the
+// same model (its momentum is not taken). Throws asgd::Error naming the file.
+void load_warm_start(const TrainConfig& cfg, nn::Model& model);
+// Warm start from cfg.warm_steps single-learner SGD steps (own momentum, its
+// own sample stream). Returns the seconds it took.
+double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& train);
+
 }  // namespace asgd::dist::detail

@@ -112,6 +112,43 @@ void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info
   res.timing_model_json = "{}";
 }
 
+void load_warm_start(const TrainConfig& cfg, nn::Model& model) {
+  const io::Checkpoint ck = io::read_checkpoint(cfg.warm_start);
+  if (ck.model != cfg.model || ck.n_params != model.n_params() || ck.shard_count != 1 ||
+      static_cast<index_t>(ck.weights.size()) != model.n_params())
+    throw Error(fmt::format("{}: warm start needs a 1-shard checkpoint of {} ({} parameters); it "
+                            "holds {} ({} parameters, {} shards)",
+                            cfg.warm_start, cfg.model, model.n_params(), ck.model, ck.n_params,
+                            ck.shard_count));
+  from_host(ck.weights, model.params());
+}
+
+double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& train) {
+  const auto t0 = Clock::now();
+  // a sample stream of its own: seed mixed so it differs from every learner's
+  data::Sampler sampler(train.n, mix(cfg.seed, 0x3a3a), 0, 1, cfg.batch);
+  nn::View inc("asgd::warm::inc", model.n_params());
+  nn::View x("asgd::warm::x", cfg.batch * train.sample_size());
+  nn::IView y("asgd::warm::y", cfg.batch);
+  auto xh = Kokkos::create_mirror_view(x);
+  auto yh = Kokkos::create_mirror_view(y);
+  std::vector<index_t> idx;
+  for (std::int64_t step = 0; step < cfg.warm_steps; ++step) {
+    sampler.next(idx);
+    data::gather_batch(train, idx, xh.data(), yh.data());
+    Kokkos::deep_copy(x, xh);
+    Kokkos::deep_copy(y, yh);
+    model.zero_grads();
+    model.forward_backward(cfg.batch, x, y, nn::Context{true, mix(cfg.seed + 17, step)}, true);
+    kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(cfg.lr),
+                                   static_cast<real_t>(cfg.momentum),
+                                   static_cast<real_t>(cfg.weight_decay), model.grads(), inc,
+                                   model.params());
+  }
+  Kokkos::fence();
+  return seconds_since(t0);
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -207,6 +244,11 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
                    static_cast<double>(clock) / static_cast<double>(bpe));
   } else {
     model.init(cfg.seed);
+    if (!cfg.warm_start.empty()) load_warm_start(cfg, model);
+    if (cfg.warm_steps > 0) {
+      const double t = warm_up(cfg, model, data.train);
+      if (!opt.quiet) spdlog::info("warm start: {} single-learner steps in {:.1f}s", cfg.warm_steps, t);
+    }
   }
 
   nn::View x("asgd::x", cfg.batch * data.train.sample_size());
