@@ -1,7 +1,6 @@
 #include "dist/mpi_train.hpp"
 
 #include <KokkosBlas1_axpby.hpp>
-#include <KokkosBlas1_scal.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -14,6 +13,7 @@
 #include "common/blas_env.hpp"
 #include "dist/mpi_util.hpp"
 #include "dist/protocol.hpp"
+#include "dist/shard_core.hpp"
 #include "dist/shared.hpp"
 #include "dist/transport.hpp"
 
@@ -59,16 +59,9 @@ class Server {
   Server(const TrainConfig& cfg, const TrainOptions& opt, const Comm& comm, const RunPaths& paths,
          data::DataPair* data, nn::Model& model, index_t n_train)
       : cfg_(cfg), opt_(opt), comm_(comm), paths_(paths), data_(data), model_(model),
-        rule_(cfg), k_(comm.rank()), S_(cfg.servers), L_(cfg.learners), n_train_(n_train) {
-    shard_ = shard_of(model.n_params(), k_, S_);
-    w_ = nn::View("asgd::server::w", shard_.len);
-    inc_ = nn::View("asgd::server::inc", shard_.len);
-    acc_ = nn::View("asgd::server::acc", shard_.len);
-    scratch_ = nn::View("asgd::server::scratch", shard_.len);
-    Kokkos::deep_copy(w_, sub(model.params(), shard_));
-    cursors_.assign(L_, {0, 0});
-    counts_.assign(L_, 0);
-    samples_by_.assign(L_, 0);
+        k_(comm.rank()), S_(cfg.servers), L_(cfg.learners),
+        shard_(shard_of(model.n_params(), k_, S_)), core_(cfg, shard_.len, L_, n_train) {
+    Kokkos::deep_copy(core_.weights(), sub(model.params(), shard_));
     timing_.resize(L_);
     for (int l = 0; l < L_; ++l) timing_[l].learner = l;
   }
@@ -92,28 +85,15 @@ class Server {
           "({} parameters, shard {} of {}, {} learners)",
           path, ck.model, ck.n_params, ck.shard_index, ck.shard_count, ck.cursors.size(),
           cfg_.model, model_.n_params(), k_, S_, L_));
-    from_host(ck.weights, w_);
-    from_host(ck.momentum, inc_);
-    clock_ = ck.clock;
+    core_.restore(ck);
     train_s_ = ck.wall_s;
-    samples_ = static_cast<std::int64_t>(std::llround(ck.epochs * static_cast<double>(n_train_)));
-    for (int l = 0; l < L_; ++l) cursors_[l] = ck.cursors[l];
-    res_.updates = ck.progress.updates;
-    res_.evals = ck.progress.evals;
-    res_.staleness_histogram = ck.progress.staleness_histogram;
-    for (const auto& t : ck.progress.learners)
-      if (t.learner >= 0 && t.learner < L_) {
-        counts_[t.learner] = t.gradients;
-        samples_by_[t.learner] = t.samples;
-      }
-    if (!ck.progress.updates.empty()) last_eval_epoch_ = epoch();
-    if (!res_.evals.empty()) last_eval_epoch_ = res_.evals.back().epoch;
+    evals_ = ck.progress.evals;
+    last_eval_epoch_ = evals_.empty() ? epoch() : evals_.back().epoch;
     return true;
   }
 
-  const nn::View& weights() const { return w_; }
   // This shard's weights from a full parameter buffer (warm start).
-  void load_weights(const nn::View& full) { Kokkos::deep_copy(w_, sub(full, shard_)); }
+  void load_weights(const nn::View& full) { Kokkos::deep_copy(core_.weights(), sub(full, shard_)); }
   const Shard& shard() const { return shard_; }
 
   io::RunResult run() {
@@ -128,8 +108,8 @@ class Server {
         case kHello: {
           PushHeader h;
           recv(h, src, kHello);
-          const int l = src - S_;
-          reply(src, ReplyHeader{clock_, stopping_ ? 1 : 0, cursors_[l].epoch, cursors_[l].batch});
+          const auto& c = core_.cursors()[static_cast<std::size_t>(src - S_)];
+          reply(src, ReplyHeader{core_.clock(), stopping_ ? 1 : 0, c.epoch, c.batch});
           break;
         }
         case kPush:
@@ -157,7 +137,8 @@ class Server {
           char dummy = 0;
           recv(dummy, src, kEvalReq);
           Kokkos::fence();
-          MPI_Request r = isend_floats(w_.data(), shard_.len, src, kEvalData, comm_.get());
+          MPI_Request r =
+              isend_floats(core_.weights().data(), shard_.len, src, kEvalData, comm_.get());
           polite_wait(r, Wait::transfer);
           break;
         }
@@ -187,8 +168,6 @@ class Server {
     return finish_result();
   }
 
-  bool diverged() const { return status_ == "diverged"; }
-
  private:
   template <class T>
   void recv(T& v, int src, int tag) {
@@ -196,7 +175,7 @@ class Server {
     polite_wait(r);
   }
 
-  double epoch() const { return static_cast<double>(samples_) / static_cast<double>(n_train_); }
+  double epoch() const { return core_.epoch(); }
   double train_clock() const { return seconds_since(start_) - paused_s_ + train_s_; }
 
   void reply(int learner_rank, const ReplyHeader& h) {
@@ -205,7 +184,7 @@ class Server {
     Kokkos::fence();
     MPI_Request r[2];
     r[0] = isend(h, learner_rank, kReply, comm_.get());
-    r[1] = isend_floats(w_.data(), shard_.len, learner_rank, kReplyData, comm_.get());
+    r[1] = isend_floats(core_.weights().data(), shard_.len, learner_rank, kReplyData, comm_.get());
     polite_wait_all(2, r, Wait::transfer);
   }
 
@@ -214,121 +193,67 @@ class Server {
     PushHeader h;
     MPI_Request r[2];
     r[0] = irecv(h, src, kPush, comm_.get());
-    r[1] = irecv_floats(scratch_.data(), shard_.len, src, kPushData, comm_.get());
+    r[1] = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
     polite_wait_all(2, r, Wait::transfer);
     if (stopping_) {  // the run is over: answer with stop, apply nothing
-      reply(src, ReplyHeader{clock_, 1, 0, 0});
+      reply(src, ReplyHeader{core_.clock(), 1, 0, 0});
       return;
     }
-    const std::int64_t tau = std::max<std::int64_t>(0, clock_ - h.timestamp);
-    pending_.push_back({l, tau, h});
-    const auto f = static_cast<real_t>(rule_.factor(tau));
-    if (rule_.delta()) {
-      KokkosBlas::axpy(real_t(1), scratch_, w_);  // nsync: w += local change
-    } else if (rule_.gradients_per_update() == 1) {
-      // c = 1: the update reads the gradient where it arrived (no accumulator pass)
-    } else if (pending_.size() == 1) {
-      KokkosBlas::scal(acc_, f, scratch_);  // the first gradient sets acc, no zeroing pass
-    } else {
-      KokkosBlas::axpy(f, scratch_, acc_);
-    }
-    const bool update = static_cast<int>(pending_.size()) == rule_.gradients_per_update();
-    if (update) apply_update();
-    if (!rule_.barrier()) {
-      reply(src, ReplyHeader{clock_, stopping_ ? 1 : 0, 0, 0});
-      if (update) pending_.clear();
+    const bool update = core_.accept(
+        {l, h.timestamp, h.samples, h.loss_sum, h.wrong, {h.cursor_epoch, h.cursor_batch}},
+        train_clock());
+    if (update) after_update();
+    const ReplyHeader rh{core_.clock(), stopping_ ? 1 : 0, 0, 0};
+    if (!core_.rule().barrier()) {
+      reply(src, rh);
     } else if (update) {
-      for (const auto& p : pending_) reply(p.learner + S_, ReplyHeader{clock_, stopping_ ? 1 : 0, 0, 0});
-      pending_.clear();
+      for (int p : core_.last_update_learners()) reply(p + S_, rh);
     }
   }
 
-  struct Pending {
-    int learner;
-    std::int64_t tau;
-    PushHeader h;
-  };
-
-  void apply_update() {
-    std::vector<std::int64_t> taus;
-    double factor_sum = 0, loss = 0;
-    std::int64_t samples = 0, wrong = 0;
-    for (const auto& p : pending_) {
-      taus.push_back(p.tau);
-      factor_sum += rule_.factor(p.tau);
-      samples += p.h.samples;
-      loss += p.h.loss_sum;
-      wrong += p.h.wrong;
-      counts_[p.learner] += 1;
-      samples_by_[p.learner] += p.h.samples;
-      cursors_[p.learner] = {p.h.cursor_epoch, p.h.cursor_batch};
-      if (static_cast<std::size_t>(p.tau) >= res_.staleness_histogram.size())
-        res_.staleness_histogram.resize(static_cast<std::size_t>(p.tau) + 1, 0);
-      res_.staleness_histogram[static_cast<std::size_t>(p.tau)] += 1;
-    }
-    const double lr = scheduled_lr(cfg_, epoch());
-    double rate = lr;
-    if (!rule_.delta()) {
-      const double scale = rule_.final_scale(taus);
-      const bool direct = rule_.gradients_per_update() == 1;
-      kernels::sgd_update<nn::Space>(
-          shard_.len, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-          static_cast<real_t>(cfg_.weight_decay), direct ? scratch_ : acc_, inc_, w_,
-          static_cast<real_t>(direct ? scale * rule_.factor(taus[0]) : scale));
-      rate = lr * scale * factor_sum;
-    }
-    Kokkos::fence();
-    ++clock_;
-    samples_ += samples;
-    double mean_tau = 0;
-    for (auto t : taus) mean_tau += static_cast<double>(t);
-    mean_tau /= static_cast<double>(taus.size());
-    const double mean_loss = samples > 0 ? loss / static_cast<double>(samples) : 0;
-    res_.updates.push_back({clock_, train_clock(), static_cast<std::int32_t>(taus.size()), mean_tau,
-                            rate, mean_loss,
-                            samples > 0 ? static_cast<double>(wrong) / static_cast<double>(samples) : 0,
-                            samples});
+  void after_update() {
+    const std::int64_t clock = core_.clock();
     if (k_ != 0) {
-      if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0) checkpoint_paused();
+      if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
       return;
     }
-    if (!std::isfinite(mean_loss) || mean_loss > cfg_.diverge_loss) {
+    if (core_.diverged()) {
       status_ = "diverged";
       stopping_ = true;
       if (!opt_.quiet)
-        spdlog::warn("diverged at update {}: training loss {} (bound {})", clock_, mean_loss,
-                     cfg_.diverge_loss);
+        spdlog::warn("diverged at update {}: training loss {} (bound {})", clock,
+                     core_.series().updates.back().train_loss, cfg_.diverge_loss);
       return;
     }
-    const bool done = samples_ >= static_cast<std::int64_t>(cfg_.epochs * static_cast<double>(n_train_)) ||
-                      (cfg_.max_steps > 0 && clock_ >= cfg_.max_steps);
-    if (done) {
+    if (core_.done()) {
       stopping_ = true;
       return;
     }
     if (std::floor(epoch() / cfg_.eval_every) > std::floor(last_eval_epoch_ / cfg_.eval_every))
       run_eval();
-    if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0) checkpoint_paused();
+    if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
     progress();
   }
 
   void progress() {
     if (opt_.quiet || seconds_since(last_print_) < opt_.progress_every_s) return;
     const double t = train_clock();
-    const double rate = static_cast<double>(samples_ - win_samples_) / std::max(1e-9, t - win_t_);
-    const double total = cfg_.epochs * static_cast<double>(n_train_);
+    const std::int64_t samples = core_.samples();
+    const double rate = static_cast<double>(samples - win_samples_) / std::max(1e-9, t - win_t_);
+    const double total = cfg_.epochs * static_cast<double>(data_->train.n);
     double tau = 0, loss = 0;
     std::size_t n = 0;
-    for (auto it = res_.updates.rbegin(); it != res_.updates.rend() && n < 50; ++it, ++n) {
+    const auto& updates = core_.series().updates;
+    for (auto it = updates.rbegin(); it != updates.rend() && n < 50; ++it, ++n) {
       tau += it->mean_tau;
       loss += it->train_loss;
     }
     spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  {:.0f} samples/s  ETA {}",
-                 epoch(), cfg_.epochs, clock_, loss / static_cast<double>(n),
+                 epoch(), cfg_.epochs, core_.clock(), loss / static_cast<double>(n),
                  tau / static_cast<double>(n), rate,
-                 fmt_duration((total - static_cast<double>(samples_)) / rate));
+                 fmt_duration((total - static_cast<double>(samples)) / rate));
     last_print_ = Clock::now();
-    win_samples_ = samples_;
+    win_samples_ = samples;
     win_t_ = t;
   }
 
@@ -337,7 +262,7 @@ class Server {
     const auto t0 = Clock::now();
     Kokkos::fence();
     const nn::View full = model_.params();
-    Kokkos::deep_copy(sub(full, shard_), w_);
+    Kokkos::deep_copy(sub(full, shard_), core_.weights());
     for (int s = 1; s < S_; ++s) {
       const Shard sh = shard_of(model_.n_params(), s, S_);
       const char dummy = 0;
@@ -348,12 +273,12 @@ class Server {
     }
     const Eval e = evaluate(model_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
     const double spent = seconds_since(t0);
-    res_.evals.push_back({epoch(), clock_, train_clock() - spent, e.loss, e.error, spent});
+    evals_.push_back({epoch(), core_.clock(), train_clock() - spent, e.loss, e.error, spent});
     paused_s_ += spent;
     last_eval_epoch_ = epoch();
     if (!opt_.quiet)
       spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
-                   epoch(), clock_, e.loss, 100 * e.error, spent);
+                   epoch(), core_.clock(), e.loss, 100 * e.error, spent);
   }
 
   void checkpoint_paused() {
@@ -371,26 +296,28 @@ class Server {
     ck.shard_index = k_;
     ck.shard_count = S_;
     ck.shard_offset = shard_.offset;
-    ck.clock = clock_;
-    ck.schedule_step = clock_;
+    ck.clock = core_.clock();
+    ck.schedule_step = core_.clock();
     ck.epochs = epoch();
     ck.wall_s = train_clock();
-    ck.weights = to_host(w_);
-    ck.momentum = to_host(inc_);
-    ck.cursors = cursors_;
+    ck.weights = to_host(core_.weights());
+    ck.momentum = to_host(core_.momentum());
+    ck.cursors = core_.cursors();
     ck.rng_state = {cfg_.seed};
-    ck.progress.updates = res_.updates;
-    ck.progress.evals = res_.evals;
-    ck.progress.staleness_histogram = res_.staleness_histogram;
+    ck.progress.updates = core_.series().updates;
+    ck.progress.evals = evals_;
+    ck.progress.staleness_histogram = core_.series().staleness_histogram;
     ck.progress.learners = learner_rows();
     io::write_checkpoint(shard_checkpoint(paths_, k_), ck);
   }
 
   std::vector<io::LearnerTiming> learner_rows() const {
-    std::vector<io::LearnerTiming> rows = timing_;
+    std::vector<io::LearnerTiming> rows = core_.learner_counts();
     for (int l = 0; l < L_; ++l) {
-      rows[l].gradients = counts_[l];
-      rows[l].samples = samples_by_[l];
+      rows[l].compute_s = timing_[l].compute_s;
+      rows[l].wait_s = timing_[l].wait_s;
+      rows[l].push_s = timing_[l].push_s;
+      rows[l].pull_s = timing_[l].pull_s;
     }
     return rows;
   }
@@ -405,18 +332,22 @@ class Server {
       if (st.MPI_TAG != kEvalReq)
         throw Error(fmt::format("server {}: unexpected tag {} while finishing", k_, st.MPI_TAG));
       Kokkos::fence();
-      MPI_Request r = isend_floats(w_.data(), shard_.len, 0, kEvalData, comm_.get());
+      MPI_Request r = isend_floats(core_.weights().data(), shard_.len, 0, kEvalData, comm_.get());
       polite_wait(r, Wait::transfer);
     }
   }
 
   io::RunResult finish_result() {
-    res_.status = status_;
-    res_.learners = learner_rows();
-    res_.summary.train_time_s = train_clock();
-    res_.summary.epochs = epoch();
-    summarise(res_, cfg_.target_error);
-    return std::move(res_);
+    io::RunResult res;
+    res.updates = core_.series().updates;
+    res.staleness_histogram = core_.series().staleness_histogram;
+    res.evals = evals_;
+    res.status = status_;
+    res.learners = learner_rows();
+    res.summary.train_time_s = train_clock();
+    res.summary.epochs = epoch();
+    summarise(res, cfg_.target_error);
+    return res;
   }
 
   const TrainConfig& cfg_;
@@ -425,23 +356,17 @@ class Server {
   RunPaths paths_;
   data::DataPair* data_;
   nn::Model& model_;
-  UpdateRule rule_;
   int k_, S_, L_;
-  index_t n_train_;
   Shard shard_;
-  nn::View w_, inc_, acc_, scratch_;
-  std::int64_t clock_ = 0, samples_ = 0;
+  ShardCore core_;
   double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0;
   Clock::time_point start_, last_print_ = Clock::now();
   std::int64_t win_samples_ = 0;
   double win_t_ = 0;
   bool stopping_ = false;
   std::string status_ = "completed";
-  std::vector<Pending> pending_;
-  std::vector<io::LearnerCursor> cursors_;
-  std::vector<std::int64_t> counts_, samples_by_;
   std::vector<io::LearnerTiming> timing_;
-  io::RunResult res_;
+  std::vector<io::EvalRecord> evals_;
 };
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,118 @@
+#include "dist/shard_core.hpp"
+
+#include <KokkosBlas1_axpby.hpp>
+#include <KokkosBlas1_scal.hpp>
+
+#include <cmath>
+
+#include "dist/trainer.hpp"
+
+namespace asgd::dist {
+
+ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t n_train)
+    : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train) {
+  w_ = nn::View("asgd::server::w", len);
+  inc_ = nn::View("asgd::server::inc", len);
+  inbox_ = nn::View("asgd::server::inbox", len);
+  if (!rule_.delta() && rule_.gradients_per_update() > 1) acc_ = nn::View("asgd::server::acc", len);
+  cursors_.assign(learners, {0, 0});
+  counts_.assign(learners, 0);
+  samples_by_.assign(learners, 0);
+}
+
+bool ShardCore::done() const {
+  return samples_ >= static_cast<std::int64_t>(cfg_.epochs * static_cast<double>(n_train_)) ||
+         (cfg_.max_steps > 0 && clock_ >= cfg_.max_steps);
+}
+
+bool ShardCore::accept(const Arrival& a, double now_s) {
+  const std::int64_t tau = std::max<std::int64_t>(0, clock_ - a.timestamp);
+  pending_.push_back({a, tau});
+  const auto f = static_cast<real_t>(rule_.factor(tau));
+  if (rule_.delta()) {
+    KokkosBlas::axpy(real_t(1), inbox_, w_);  // nsync: w += local change
+  } else if (rule_.gradients_per_update() == 1) {
+    // c = 1: the update reads the gradient where it arrived (no accumulator pass)
+  } else if (pending_.size() == 1) {
+    KokkosBlas::scal(acc_, f, inbox_);  // the first gradient sets acc: no zeroing pass
+  } else {
+    KokkosBlas::axpy(f, inbox_, acc_);
+  }
+  if (static_cast<int>(pending_.size()) < rule_.gradients_per_update()) return false;
+  apply_update(now_s);
+  return true;
+}
+
+void ShardCore::apply_update(double now_s) {
+  std::vector<std::int64_t> taus;
+  double factor_sum = 0, loss = 0;
+  std::int64_t samples = 0, wrong = 0;
+  last_learners_.clear();
+  for (const auto& p : pending_) {
+    taus.push_back(p.tau);
+    factor_sum += rule_.factor(p.tau);
+    samples += p.a.samples;
+    loss += p.a.loss_sum;
+    wrong += p.a.wrong;
+    counts_[p.a.learner] += 1;
+    samples_by_[p.a.learner] += p.a.samples;
+    cursors_[p.a.learner] = p.a.cursor;
+    last_learners_.push_back(p.a.learner);
+    auto& hist = series_.staleness_histogram;
+    if (static_cast<std::size_t>(p.tau) >= hist.size())
+      hist.resize(static_cast<std::size_t>(p.tau) + 1, 0);
+    hist[static_cast<std::size_t>(p.tau)] += 1;
+  }
+  const double lr = scheduled_lr(cfg_, epoch());
+  double rate = lr;
+  if (!rule_.delta()) {
+    const double scale = rule_.final_scale(taus);
+    const bool direct = rule_.gradients_per_update() == 1;
+    kernels::sgd_update<nn::Space>(len_, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
+                                   static_cast<real_t>(cfg_.weight_decay), direct ? inbox_ : acc_,
+                                   inc_, w_,
+                                   static_cast<real_t>(direct ? scale * rule_.factor(taus[0]) : scale));
+    rate = lr * scale * factor_sum;
+  }
+  Kokkos::fence();
+  pending_.clear();
+  ++clock_;
+  samples_ += samples;
+  double mean_tau = 0;
+  for (auto t : taus) mean_tau += static_cast<double>(t);
+  mean_tau /= static_cast<double>(taus.size());
+  const double mean_loss = samples > 0 ? loss / static_cast<double>(samples) : 0;
+  const double err = samples > 0 ? static_cast<double>(wrong) / static_cast<double>(samples) : 0;
+  series_.updates.push_back({clock_, now_s, static_cast<std::int32_t>(taus.size()), mean_tau, rate,
+                             mean_loss, err, samples});
+  if (!std::isfinite(mean_loss) || mean_loss > cfg_.diverge_loss) diverged_ = true;
+}
+
+std::vector<io::LearnerTiming> ShardCore::learner_counts() const {
+  std::vector<io::LearnerTiming> rows(counts_.size());
+  for (std::size_t l = 0; l < rows.size(); ++l) {
+    rows[l].learner = static_cast<std::int32_t>(l);
+    rows[l].gradients = counts_[l];
+    rows[l].samples = samples_by_[l];
+  }
+  return rows;
+}
+
+void ShardCore::restore(const io::Checkpoint& ck) {
+  Kokkos::deep_copy(w_, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                            ck.weights.data(), ck.weights.size()));
+  Kokkos::deep_copy(inc_, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                              ck.momentum.data(), ck.momentum.size()));
+  clock_ = ck.clock;
+  samples_ = static_cast<std::int64_t>(std::llround(ck.epochs * static_cast<double>(n_train_)));
+  for (std::size_t l = 0; l < cursors_.size() && l < ck.cursors.size(); ++l) cursors_[l] = ck.cursors[l];
+  series_.updates = ck.progress.updates;
+  series_.staleness_histogram = ck.progress.staleness_histogram;
+  for (const auto& t : ck.progress.learners)
+    if (t.learner >= 0 && static_cast<std::size_t>(t.learner) < counts_.size()) {
+      counts_[t.learner] = t.gradients;
+      samples_by_[t.learner] = t.samples;
+    }
+}
+
+}  // namespace asgd::dist

@@ -1,0 +1,80 @@
+#pragma once
+// The numerics and bookkeeping of one parameter-server shard, independent of
+// any transport: staleness stamping, per-gradient rate factors, the update
+// (dist::UpdateRule + the fused SGD kernel), the clock, the per-update series,
+// the staleness histogram and per-learner counts. The MPI server feeds it
+// gradients that arrive over MPI; the virtual server feeds it gradients from
+// its event queue. One implementation, so both apply identical numerics.
+#include <cstdint>
+#include <vector>
+
+#include "common/config.hpp"
+#include "dist/protocol.hpp"
+#include "io/results.hpp"
+#include "nn/model.hpp"
+
+namespace asgd::dist {
+
+struct Arrival {
+  int learner = 0;
+  std::int64_t timestamp = 0;  // server clock of the weights the gradient was computed on
+  std::int64_t samples = 0;
+  double loss_sum = 0;
+  std::int64_t wrong = 0;
+  io::LearnerCursor cursor;    // the learner's data cursor after this gradient
+};
+
+class ShardCore {
+ public:
+  // len: parameters of this shard; n_train: training samples (epochs = samples / n_train).
+  ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t n_train);
+
+  const nn::View& weights() const { return w_; }
+  const nn::View& momentum() const { return inc_; }
+  // Where a pushed gradient (or nsync delta) should be received before accept().
+  const nn::View& inbox() const { return inbox_; }
+
+  // Takes the payload in inbox() that arrived at training time now_s.
+  // Returns true when it completed an update.
+  bool accept(const Arrival& a, double now_s);
+  // Learners whose gradients made the last update (a barrier replies to them).
+  const std::vector<int>& last_update_learners() const { return last_learners_; }
+
+  std::int64_t clock() const { return clock_; }
+  std::int64_t samples() const { return samples_; }
+  double epoch() const { return static_cast<double>(samples_) / static_cast<double>(n_train_); }
+  // After an update: the loss bound was crossed / the run has its samples or updates.
+  bool diverged() const { return diverged_; }
+  bool done() const;
+  const UpdateRule& rule() const { return rule_; }
+
+  // updates and staleness histogram so far
+  const io::RunResult& series() const { return series_; }
+  // per-learner gradients and samples (timing fields left to the caller)
+  std::vector<io::LearnerTiming> learner_counts() const;
+  const std::vector<io::LearnerCursor>& cursors() const { return cursors_; }
+
+  // Continue from a checkpoint: weights, momentum, clock, samples, series, counts.
+  void restore(const io::Checkpoint& ck);
+
+ private:
+  struct Pending {
+    Arrival a;
+    std::int64_t tau;
+  };
+  void apply_update(double now_s);
+
+  const TrainConfig& cfg_;
+  UpdateRule rule_;
+  index_t len_, n_train_;
+  nn::View w_, inc_, acc_, inbox_;
+  std::int64_t clock_ = 0, samples_ = 0;
+  bool diverged_ = false;
+  std::vector<Pending> pending_;
+  std::vector<int> last_learners_;
+  std::vector<io::LearnerCursor> cursors_;
+  std::vector<std::int64_t> counts_, samples_by_;
+  io::RunResult series_;
+};
+
+}  // namespace asgd::dist

@@ -1,0 +1,159 @@
+#include "report/stats.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <numeric>
+
+namespace asgd::report {
+
+double t_quantile_975(int df) {
+  // t_{0.975, df}, df = 1..30 (checked against numerical integration of the t density).
+  static constexpr std::array<double, 30> kTable = {
+      12.7062047, 4.30265273, 3.18244631, 2.77644511, 2.57058184, 2.44691185, 2.36462425,
+      2.30600414, 2.26215716, 2.22813885, 2.20098516, 2.17881283, 2.16036866, 2.14478669,
+      2.13144955, 2.11990530, 2.10981558, 2.10092204, 2.09302405, 2.08596345, 2.07961384,
+      2.07387307, 2.06865761, 2.06389856, 2.05953855, 2.05552944, 2.05183052, 2.04840714,
+      2.04522964, 2.04227246};
+  if (df < 1) return kNaN;
+  if (df <= 30) return kTable[static_cast<std::size_t>(df - 1)];
+  return 1.95996398;
+}
+
+Interval mean_ci95(const std::vector<double>& x) {
+  Interval r;
+  r.n = static_cast<int>(x.size());
+  if (x.empty()) return r;
+  const double n = static_cast<double>(x.size());
+  r.mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  if (x.size() < 2) return r;
+  double ss = 0;
+  for (double v : x) ss += (v - r.mean) * (v - r.mean);
+  const double half = t_quantile_975(r.n - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
+  r.lo = r.mean - half;
+  r.hi = r.mean + half;
+  return r;
+}
+
+double median(std::vector<double> x) {
+  if (x.empty()) return kNaN;
+  std::sort(x.begin(), x.end());
+  const std::size_t m = x.size() / 2;
+  return x.size() % 2 ? x[m] : 0.5 * (x[m - 1] + x[m]);
+}
+
+RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
+  RankTest r;
+  const std::size_t na = a.size(), nb = b.size(), n = na + nb;
+  if (na == 0 || nb == 0) return r;
+
+  // Pooled sample sorted by value; doubled midranks keep tied ranks integral.
+  std::vector<std::pair<double, bool>> pool;  // value, from a
+  pool.reserve(n);
+  for (double v : a) pool.emplace_back(v, true);
+  for (double v : b) pool.emplace_back(v, false);
+  std::sort(pool.begin(), pool.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<long> rank2(n);  // 2 * midrank
+  double tie_term = 0;         // sum of t^3 - t over tie groups
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && pool[j].first == pool[i].first) ++j;
+    const long first = static_cast<long>(i) + 1, last = static_cast<long>(j);
+    for (std::size_t k = i; k < j; ++k) rank2[k] = first + last;  // 2 * (first + last) / 2
+    const double t = static_cast<double>(j - i);
+    tie_term += t * t * t - t;
+    i = j;
+  }
+  long w2 = 0;  // doubled rank sum of a
+  for (std::size_t k = 0; k < n; ++k)
+    if (pool[k].second) w2 += rank2[k];
+  const double dna = static_cast<double>(na), dnb = static_cast<double>(nb);
+  r.u = static_cast<double>(w2) / 2 - dna * (dna + 1) / 2;
+
+  if (n <= 50) {
+    // count[k][s]: subsets of k pooled items whose doubled ranks add up to s.
+    r.exact = true;
+    const long max_sum = static_cast<long>(n) * static_cast<long>(n + 1);
+    std::vector<std::vector<double>> count(na + 1, std::vector<double>(static_cast<std::size_t>(max_sum) + 1, 0.0));
+    count[0][0] = 1;
+    for (std::size_t item = 0; item < n; ++item) {
+      const long rk = rank2[item];
+      for (std::size_t k = std::min(na, item + 1); k >= 1; --k) {
+        auto& to = count[k];
+        const auto& from = count[k - 1];
+        for (long s = max_sum; s >= rk; --s) to[static_cast<std::size_t>(s)] += from[static_cast<std::size_t>(s - rk)];
+      }
+    }
+    const auto& dist = count[na];
+    const double total = std::accumulate(dist.begin(), dist.end(), 0.0);
+    double le = 0, ge = 0;
+    for (long s = 0; s <= max_sum; ++s) {
+      const double c = dist[static_cast<std::size_t>(s)];
+      if (s <= w2) le += c;
+      if (s >= w2) ge += c;
+    }
+    r.p = std::min(1.0, 2 * std::min(le, ge) / total);
+    long lo = 0, hi = max_sum;
+    while (dist[static_cast<std::size_t>(lo)] == 0) ++lo;
+    while (dist[static_cast<std::size_t>(hi)] == 0) --hi;
+    r.min_p = std::min(1.0, 2 * std::min(dist[static_cast<std::size_t>(lo)], dist[static_cast<std::size_t>(hi)]) / total);
+    return r;
+  }
+
+  const double dn = static_cast<double>(n);
+  const double mu = dna * dnb / 2;
+  const double var = dna * dnb / 12 * ((dn + 1) - tie_term / (dn * (dn - 1)));
+  if (var <= 0) {
+    r.p = r.min_p = 1;
+    return r;
+  }
+  auto p_of = [&](double u) {
+    const double z = std::max(0.0, std::fabs(u - mu) - 0.5) / std::sqrt(var);
+    return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+  };
+  r.p = p_of(r.u);
+  r.min_p = p_of(0);
+  return r;
+}
+
+double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window) {
+  double weight = 0, sum = 0;
+  for (auto it = updates.rbegin(); it != updates.rend() && weight < window; ++it) {
+    if (it->gradients <= 0 || !std::isfinite(it->train_error)) continue;
+    const double w = std::min(static_cast<double>(it->gradients), window - weight);
+    weight += w;
+    sum += w * it->train_error;
+  }
+  return weight > 0 ? sum / weight : kNaN;
+}
+
+double mean_staleness(const std::vector<std::int64_t>& histogram, const std::vector<io::UpdateRecord>& updates) {
+  double count = 0, sum = 0;
+  for (std::size_t tau = 0; tau < histogram.size(); ++tau) {
+    if (histogram[tau] <= 0) continue;
+    count += static_cast<double>(histogram[tau]);
+    sum += static_cast<double>(tau) * static_cast<double>(histogram[tau]);
+  }
+  if (count > 0) return sum / count;
+  for (const auto& u : updates) {
+    if (u.gradients <= 0 || !std::isfinite(u.mean_tau)) continue;
+    count += u.gradients;
+    sum += u.gradients * u.mean_tau;
+  }
+  return count > 0 ? sum / count : kNaN;
+}
+
+double histogram_quantile(const std::vector<std::int64_t>& histogram, double q) {
+  double total = 0;
+  for (auto c : histogram) total += static_cast<double>(std::max<std::int64_t>(c, 0));
+  if (total <= 0) return kNaN;
+  double cum = 0;
+  for (std::size_t tau = 0; tau < histogram.size(); ++tau) {
+    cum += static_cast<double>(std::max<std::int64_t>(histogram[tau], 0));
+    if (cum >= q * total) return static_cast<double>(tau);
+  }
+  return static_cast<double>(histogram.size() - 1);
+}
+
+}  // namespace asgd::report

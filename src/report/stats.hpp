@@ -1,0 +1,64 @@
+#pragma once
+// Statistics behind the reports: mean and 95% interval over seeds, the
+// Mann-Whitney rank test of `asgd compare`, the smoothed training error and
+// the mean staleness of a run. Plain functions over plain vectors.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "io/results.hpp"
+
+namespace asgd::report {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Two-sided 95% quantile of Student's t with df degrees of freedom
+// (t_{0.975, df}): a table for df 1..30, the normal 1.959964 beyond.
+double t_quantile_975(int df);
+
+// Mean and 95% interval mean -/+ t_{0.975, n-1} * s / sqrt(n), s the sample
+// standard deviation. n == 1: lo = hi = NaN; n == 0: everything NaN.
+struct Interval {
+  double mean = kNaN, lo = kNaN, hi = kNaN;
+  int n = 0;
+};
+Interval mean_ci95(const std::vector<double>& x);
+
+double median(std::vector<double> x);  // NaN when empty
+
+// Two-sided Mann-Whitney U test of a against b (midranks for ties).
+// Exact null distribution (all C(n_a + n_b, n_a) assignments of the pooled
+// ranks, ties included) when n_a + n_b <= 50, else the normal approximation
+// with tie and continuity corrections. min_p is the smallest p-value the
+// sample sizes allow (exact case): when it exceeds alpha the test cannot
+// reject and callers fall back to a threshold rule.
+struct RankTest {
+  double u = kNaN;      // U of a: pairs (a_i, b_j) with a_i > b_j, ties counting 1/2
+  double p = kNaN;      // two-sided p-value
+  double min_p = kNaN;  // smallest attainable p-value
+  bool exact = false;
+};
+RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
+
+// Training error smoothed over the last `window` minibatches (400 in the
+// reports): an update row stands for `gradients` minibatches whose mean error
+// is its train_error, so rows are taken from the last one backwards, each
+// weighted by its gradients, until the weights add up to `window`; the row
+// that crosses the window's start counts only with the minibatches inside
+// it. The result is the weighted mean of train_error over those rows. Rows
+// with gradients <= 0 or a non-finite train_error are skipped. Fewer than
+// `window` minibatches in all: the weighted mean over every row. NaN when no
+// row counts.
+double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window = 400);
+
+// Mean staleness of the gradients of a run: from /staleness/histogram
+// (sum tau * count / sum count) when it holds any count, else from
+// /updates/mean_tau weighted by gradients; NaN when neither has data.
+double mean_staleness(const std::vector<std::int64_t>& histogram,
+                      const std::vector<io::UpdateRecord>& updates);
+
+// Staleness value below which a fraction q of the histogram's counts lie
+// (the smallest tau with cumulative count >= q * total); NaN when empty.
+double histogram_quantile(const std::vector<std::int64_t>& histogram, double q);
+
+}  // namespace asgd::report
