@@ -18,6 +18,7 @@
 #include "common/runinfo.hpp"
 #include "dist/mpi_train.hpp"
 #include "dist/trainer.hpp"
+#include "sim/virtual.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"
 
@@ -132,7 +133,10 @@ int world_size() {
 }
 
 int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double progress_every) {
-  const bool distributed = world_size() > 1 || cfg.learners > 1 || cfg.servers > 1;
+  const bool distributed =
+      !cfg.virtual_learners && (world_size() > 1 || cfg.learners > 1 || cfg.servers > 1);
+  if (cfg.virtual_learners && world_size() > 1)
+    throw asgd::dist::CollectiveError("--virtual runs in one process: start it without mpiexec");
   if (!distributed) asgd::check(cfg);
   if (dry_run) {
     asgd::check(cfg);
@@ -142,8 +146,9 @@ int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double pro
   }
   KokkosScope kokkos;
   const asgd::dist::TrainOptions opt{quiet, progress_every, 0};
-  const auto out = distributed ? asgd::dist::train_mpi(cfg, MPI_COMM_WORLD, opt)
-                               : asgd::dist::train_single(cfg, opt);
+  const auto out = cfg.virtual_learners ? asgd::sim::train_virtual(cfg, opt)
+                   : distributed         ? asgd::dist::train_mpi(cfg, MPI_COMM_WORLD, opt)
+                                         : asgd::dist::train_single(cfg, opt);
   if (world_rank() != 0) return 0;
   const auto& r = out.result;
   if (out.skipped) {

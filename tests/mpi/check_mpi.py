@@ -188,6 +188,80 @@ def case_kill_resume(tmp):
     print(f"killed with a checkpoint at update {at}; resumed to update {r['clock'][-1]}")
 
 
+def virtual(*extra, results):
+    cmd = [ARGS.asgd, "train", *SYN, "--results", results, "--virtual", *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
+
+
+def datasets(results, run_id):
+    with h5py.File(os.path.join(results, "adhoc", "runs", f"{run_id}.h5")) as f:
+        out = {}
+        f.visititems(lambda name, obj: out.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        return out
+
+
+def case_virtual_repeatable(tmp):
+    """Same seed and config: bit-identical result datasets (timing given, not measured)."""
+    extra = ["--model", "mlp", "--batch", "8", "--learners", "6", "--protocol", "softsync",
+             "--n", "3", "--timing", "lognormal", "--compute-s", "0.02", "--comm-s", "0.001",
+             "--lr-policy", "staleness"]
+    virtual(*extra, "--run-id", "a", results=tmp)
+    virtual(*extra, "--run-id", "b", results=tmp)
+    a, b = datasets(tmp, "a"), datasets(tmp, "b")
+    assert a.keys() == b.keys()
+    for k in a:
+        assert np.array_equal(a[k], b[k], equal_nan=True), f"{k} differs between repeats"
+    print(f"{len(a)} datasets bit-identical over two runs")
+
+
+def case_virtual_equals_mpi_hardsync(tmp):
+    extra = ["--model", "lenet", "--batch", "16", "--learners", "2", "--protocol", "hardsync"]
+    virtual(*extra, "--timing", "fixed", "--compute-s", "0.01", "--comm-s", "0.001",
+            "--run-id", "v", results=tmp)
+    run(3, *extra, "--run-id", "m", results=tmp)
+    diff = np.abs(weights(tmp, "v") - weights(tmp, "m")).max()
+    assert diff < 1e-6, f"virtual vs MPI hardsync differ by {diff}"
+    print(f"virtual hardsync vs MPI hardsync: max weight difference {diff:.1e}")
+
+
+def case_virtual_staleness(tmp):
+    """Identical learners: n-softsync mean tau within 20% of n, P(tau > 2n) < 1%;
+    1-softsync tau in {0, 1, 2}."""
+    for n in (1, 2, 4, 10, 30):
+        virtual("--model", "mlp", "--synthetic-size", "8", "--synthetic-train", "4096",
+                "--epochs", "2", "--batch", "4", "--learners", "30", "--protocol", "softsync",
+                "--n", str(n), "--timing", "normal", "--compute-cv", "0.1", "--compute-s", "0.01",
+                "--comm-s", "0.0005", "--run-id", f"n{n}", results=tmp)
+        r = result(tmp, f"n{n}")
+        check_invariants(r, 30 // n, 30, 4)
+        h = r["hist"]
+        tau = np.arange(len(h))
+        mean = (h * tau).sum() / h.sum()
+        tail = h[tau > 2 * n].sum() / h.sum()
+        print(f"n={n}: mean tau {mean:.2f}, P(tau > 2n) {tail:.4f}, histogram {list(h)}")
+        assert abs(mean - n) <= 0.2 * n, f"n={n}: mean tau {mean}"
+        assert tail < 0.01, f"n={n}: P(tau > 2n) = {tail}"
+        if n == 1:
+            assert len(h) <= 3, f"1-softsync tau beyond 2: {list(h)}"
+
+
+def case_virtual_straggler(tmp):
+    """A learner 4x slower pushes fewer gradients and its gradients are staler."""
+    virtual("--model", "mlp", "--synthetic-size", "8", "--synthetic-train", "2048", "--batch", "4",
+            "--learners", "8", "--protocol", "softsync", "--n", "8", "--timing", "fixed",
+            "--compute-s", "0.01", "--comm-s", "0.0005", "--straggler", "3",
+            "--straggler-factor", "4", "--run-id", "st", results=tmp)
+    r = result(tmp, "st")
+    g = r["l_grads"]
+    others = np.delete(g, 3)
+    assert g[3] < 0.35 * others.mean(), f"straggler counts {list(g)}"
+    h = r["hist"]
+    assert len(h) - 1 >= 4 * 8 * 0.75, f"no stale tail in histogram {list(h)}"
+    print(f"gradients per learner {list(g)}; histogram tail up to tau={len(h) - 1}")
+
+
 CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
 
 

@@ -1,0 +1,303 @@
+#include "report/detail.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+extern char** environ;
+
+namespace asgd::report::detail {
+
+namespace fs = std::filesystem;
+
+std::string config_key(const json& config) {
+  if (!config.is_object()) return "";
+  json k = config;
+  for (const char* name : kNonKeyFields) k.erase(name);
+  return k.dump();
+}
+
+std::string short_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
+}
+
+std::string field_text(const json& config, const char* name) {
+  if (!config.is_object()) return "";
+  const auto it = config.find(name);
+  if (it == config.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+RunInfo load_run(const std::string& path) {
+  RunInfo info;
+  info.file = path;
+  io::RunResult r;
+  try {
+    r = io::read_results(path);
+  } catch (const Error& e) {
+    info.error = e.what();
+    return info;
+  } catch (const std::exception& e) {  // e.g. bad_alloc on an absurd dataset size
+    info.error = path + ": " + e.what();
+    return info;
+  }
+  info.readable = true;
+  info.run_id = r.run_id;
+  info.suite = r.suite;
+  info.model = r.model;
+  info.mode = r.mode;
+  info.protocol = r.protocol;
+  info.status = r.status;
+  info.config = json::parse(r.config_json, nullptr, false);
+  if (info.config.is_discarded()) info.config = nullptr;
+  info.key = config_key(info.config);
+  // A config that is not a JSON object cannot be grouped: the run stands alone.
+  if (info.key.empty()) info.key = "unparsable config of " + path;
+  info.config_id = short_hash(info.key);
+  info.seed = field_text(info.config, "seed");
+  if (info.config.is_object() && info.config.contains("learners") && info.config["learners"].is_number_integer()) {
+    info.learners = info.config["learners"].get<int>();
+  } else {
+    info.learners = static_cast<int>(r.learners.size());
+  }
+  if (info.config.is_object() && info.config.contains("dataset")) {
+    const auto& ds = info.config["dataset"];
+    info.dataset = ds.is_object() ? field_text(ds, "kind") : (ds.is_string() ? ds.get<std::string>() : "");
+  }
+  info.n = field_text(info.config, "softsync_n");
+  info.n_sync = field_text(info.config, "n_sync");
+  info.lr_policy = field_text(info.config, "lr_policy");
+  info.batch = field_text(info.config, "batch");
+  info.summary = r.summary;
+  info.mean_tau = mean_staleness(r.staleness_histogram, r.updates);
+  info.smoothed_train_error = smoothed_train_error(r.updates, 400);
+  info.n_updates = r.updates.size();
+  info.n_evals = r.evals.size();
+  info.histogram = std::move(r.staleness_histogram);
+  info.learner_rows = std::move(r.learners);
+  return info;
+}
+
+std::vector<RunInfo> load_runs(const std::vector<std::string>& files) {
+  std::vector<RunInfo> runs;
+  runs.reserve(files.size());
+  for (const auto& f : files) runs.push_back(load_run(f));
+  return runs;
+}
+
+std::vector<std::string> list_h5(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(dir + ": no such folder");
+  std::vector<std::string> files;
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw Error(dir + ": cannot read folder: " + ec.message());
+  for (const auto& entry : it) {
+    const fs::path& p = entry.path();
+    if (p.extension() == ".h5" && !entry.is_directory(ec)) files.push_back(p.string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string Agg::text() const {
+  switch (state) {
+    case State::diverged: return "diverged";
+    case State::failed: return "failed";
+    default: return "";
+  }
+}
+
+Agg aggregate(const std::vector<Value>& values) {
+  Agg a;
+  std::vector<double> xs;
+  bool any_diverged = false, any_failed = false;
+  for (const auto& v : values) {
+    if (v.state == Agg::State::number && std::isfinite(v.v)) xs.push_back(v.v);
+    any_diverged = any_diverged || v.state == Agg::State::diverged;
+    any_failed = any_failed || v.state == Agg::State::failed;
+  }
+  if (!xs.empty()) {
+    a.state = Agg::State::number;
+    a.iv = mean_ci95(xs);
+  } else if (any_diverged) {
+    a.state = Agg::State::diverged;
+  } else if (any_failed) {
+    a.state = Agg::State::failed;
+  }
+  return a;
+}
+
+std::string num(double x) {
+  if (std::isnan(x)) return "";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return fmt::format("{}", x);
+}
+
+std::vector<std::string> agg_csv(const Agg& a) {
+  if (a.state != Agg::State::number) {
+    const std::string t = a.text();
+    return {t, t, t, "0"};
+  }
+  return {num(a.iv.mean), num(a.iv.lo), num(a.iv.hi), std::to_string(a.iv.n)};
+}
+
+std::string agg_md(const Agg& a, bool percent, int digits) {
+  if (a.state != Agg::State::number) return a.state == Agg::State::blank ? "–" : a.text();
+  const double s = percent ? 100 : 1;
+  const char* unit = percent ? "%" : "";
+  if (a.iv.n < 2) return fmt::format("{:.{}f}{} (n=1)", a.iv.mean * s, digits, unit);
+  return fmt::format("{:.{}f}{} [{:.{}f}, {:.{}f}]", a.iv.mean * s, digits, unit, a.iv.lo * s, digits, a.iv.hi * s,
+                     digits);
+}
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string to_csv(const Table& t) {
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i) out += ',';
+      out += csv_escape(cells[i]);
+    }
+    out += '\n';
+  };
+  line(t.header);
+  for (const auto& r : t.rows) line(r);
+  return out;
+}
+
+std::string to_markdown(const Table& t) {
+  auto cell = [](const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '|') out += "\\|";
+      else if (c == '\n' || c == '\r') out += ' ';
+      else out += c;
+    }
+    return out;
+  };
+  std::string out = "|";
+  for (const auto& h : t.header) out += " " + cell(h) + " |";
+  out += "\n|";
+  for (std::size_t i = 0; i < t.header.size(); ++i) out += "---|";
+  out += '\n';
+  for (const auto& r : t.rows) {
+    out += "|";
+    for (const auto& c : r) out += " " + cell(c) + " |";
+    out += '\n';
+  }
+  return out;
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("{}: cannot create {}: {}", path, tmp, std::strerror(errno)));
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(fmt::format("{}: cannot write {}: {}", path, tmp, std::strerror(err)));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("{}: cannot flush {}: {}", path, tmp, std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("{}: cannot rename {} onto it: {}", path, tmp, std::strerror(err)));
+  }
+}
+
+std::string run_process(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
+  if (argv.empty()) return "nothing to run";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return fmt::format("cannot start {}: {}", argv[0], std::strerror(rc));
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) return fmt::format("cannot wait for {}: {}", argv[0], std::strerror(errno));
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return fmt::format("timed out after {} s", timeout_s);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status)) {
+    // 127: the exec itself failed inside the child (posix_spawnp may report it this way).
+    return WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
+  }
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return "ended abnormally";
+}
+
+std::string tail_lines(const std::string& path, int max_lines) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    lines.push_back(line);
+    if (lines.size() > static_cast<std::size_t>(max_lines)) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
+
+}  // namespace asgd::report::detail

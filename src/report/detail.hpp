@@ -1,0 +1,110 @@
+#pragma once
+// Internals shared by report.cpp, papers.cpp and compare.cpp: the per-run
+// facts read from a results file, configuration keys, aggregated cells,
+// tables (CSV and Markdown), atomic file writes and running the plot script.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/results.hpp"
+#include "report/stats.hpp"
+
+namespace asgd::report::detail {
+
+using nlohmann::json;
+
+// Config fields that do not make a different configuration: the repetition
+// seed and per-run bookkeeping.
+inline constexpr const char* kNonKeyFields[] = {"seed", "run_id", "results_dir", "threads"};
+
+// What the reports need from one results file. The series (/updates,
+// /evals) are reduced on reading and not kept: 1,000 long runs would not fit.
+struct RunInfo {
+  std::string file;
+  bool readable = false;
+  std::string error;  // unreadable: the reader's message
+  std::string run_id, suite, model, mode, protocol, status, dataset;
+  json config;        // the `config` attribute parsed; null if it is not JSON
+  std::string key;    // configuration key: config minus kNonKeyFields, dumped
+  std::string config_id;  // 8 hex digits of a hash of key
+  std::string seed;   // config.seed as JSON text ("" if absent)
+  int learners = 0;   // config.learners, else the /learners row count
+  std::string n, n_sync, lr_policy, batch;  // config fields as text ("" if absent)
+  io::Summary summary;
+  double mean_tau = kNaN;
+  double smoothed_train_error = kNaN;
+  std::size_t n_updates = 0, n_evals = 0;
+  std::vector<std::int64_t> histogram;
+  std::vector<io::LearnerTiming> learner_rows;
+
+  bool completed() const { return readable && status == "completed"; }
+  bool diverged() const { return readable && status == "diverged"; }
+  // failed, unreadable, or any status this build does not know
+  bool failed() const { return !completed() && !diverged(); }
+};
+
+// Config key of a parsed config object; "" when config is not an object.
+std::string config_key(const json& config);
+// Short stable id of a key (FNV-1a, 8 hex digits).
+std::string short_hash(const std::string& text);
+// Text of a config field for tables: strings bare, numbers as JSON; "" if absent.
+std::string field_text(const json& config, const char* name);
+
+RunInfo load_run(const std::string& path);
+std::vector<RunInfo> load_runs(const std::vector<std::string>& files);
+
+// *.h5 files directly in dir, sorted by name. Throws asgd::Error if dir is
+// not a readable folder.
+std::vector<std::string> list_h5(const std::string& dir);
+
+// A table cell aggregated over seeds: a mean with its 95% interval, nothing
+// (blank), or the reason there is no number.
+struct Agg {
+  enum class State { number, blank, diverged, failed };
+  State state = State::blank;
+  Interval iv;
+  std::string text() const;  // "diverged", "failed" or ""
+};
+// One run's contribution to an aggregated cell.
+struct Value {
+  Agg::State state = Agg::State::blank;
+  double v = kNaN;
+  static Value number(double x) { return {Agg::State::number, x}; }
+  static Value of_state(Agg::State s) { return {s, kNaN}; }
+};
+// Numbers -> mean and interval over them; none: diverged if any value says
+// so, else failed if any does, else blank.
+Agg aggregate(const std::vector<Value>& values);
+
+// Shortest round-trip text of x; "" for NaN; "inf"/"-inf".
+std::string num(double x);
+// CSV cells mean, ci_low, ci_high, n of an aggregate (state text in each of
+// the first three when not a number; ci blank when n == 1).
+std::vector<std::string> agg_csv(const Agg& a);
+// Markdown cell: "18.23% [17.95, 18.51]" / "18.23% (n=1)" / "diverged" / "–".
+// percent: show fractions as percentages; digits after the point.
+std::string agg_md(const Agg& a, bool percent, int digits);
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+std::string to_csv(const Table& t);
+std::string to_markdown(const Table& t);
+std::string csv_escape(const std::string& s);
+
+// Writes path atomically: "<path>.tmp.<pid>", fsync, rename(2). Throws
+// asgd::Error naming path.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+// Runs argv (argv[0] a path) with stdout and stderr to log_path, without a
+// shell; waits up to timeout_s. Returns "" on exit status 0, else what went
+// wrong ("exit status 1", "killed by signal 9", "cannot start ...: ...").
+std::string run_process(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s);
+
+// Last max_lines non-empty lines of a text file ("" if unreadable).
+std::string tail_lines(const std::string& path, int max_lines);
+
+}  // namespace asgd::report::detail
