@@ -8,7 +8,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,7 +21,10 @@
 #include "common/runinfo.hpp"
 #include "dist/mpi_train.hpp"
 #include "dist/trainer.hpp"
+#include "report/report.hpp"
 #include "sim/virtual.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/suite.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"
 
@@ -182,6 +188,81 @@ int cmd_models(const std::string& which, const std::string& dataset) {
   return 0;
 }
 
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("asgd") : p.string();
+}
+
+// Where the project's data files are: ASGD_SOURCE_DIR (env), else the source
+// tree this binary was built from.
+std::string source_dir() {
+  if (const char* env = std::getenv("ASGD_SOURCE_DIR")) return env;
+  return ASGD_SOURCE_DIR;
+}
+
+struct SweepArgs {
+  std::string suite, results = "results", site = "local", sites_dir, mpiexec = "mpiexec";
+  int jobs = 1, cores = 0;
+  bool dry_run = false, no_report = false;
+};
+
+int cmd_report(const std::string& dir, const std::string& out, bool plots, bool quiet) {
+  asgd::report::ReportOptions o;
+  o.suite_dir = dir;
+  o.out_dir = out;
+  o.reference_dir = source_dir() + "/results/reference";
+  if (plots) o.plot_script = source_dir() + "/tools/plot_report.py";
+  o.quiet = quiet;
+  const int n = asgd::report::write_report(o);
+  const std::string where = out.empty() ? dir + "/report" : out;
+  fmt::print("report of {} runs: {}/report.md\n", n, where);
+  return 0;
+}
+
+int cmd_sweep(const std::string& action, const SweepArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto suite = asgd::sweep::load_suite(a.suite, a.results);
+  if (action == "plan") {
+    const auto groups = asgd::sweep::group_by_shape(suite);
+    fmt::print("suite {} ({}): {} runs in {} resource shape{}, mode {}\n", suite.name, a.suite,
+               suite.runs.size(), groups.size(), groups.size() == 1 ? "" : "s", suite.mode);
+    for (const auto& g : groups) {
+      fmt::print("shape {} ({} runs):\n", g.front()->shape, g.size());
+      for (const auto* r : g) fmt::print("  {}\n", r->run_id);
+    }
+    fmt::print("planned in {:.3f}s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
+  if (action == "status") return asgd::sweep::status(suite, a.results) > 0 ? 1 : 0;
+  if (action == "submit") {
+    asgd::sweep::SubmitOptions o;
+    o.site = a.site;
+    o.sites_dir = a.sites_dir.empty() ? source_dir() + "/slurm/sites" : a.sites_dir;
+    o.self = self_exe();
+    o.dry_run = a.dry_run;
+    asgd::sweep::submit(suite, a.results, o);
+    fmt::print("submit took {:.3f}s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
+  asgd::sweep::LocalOptions o;
+  o.jobs = a.jobs;
+  o.cores = a.cores;
+  o.self = self_exe();
+  o.mpiexec = a.mpiexec;
+  o.dry_run = a.dry_run;
+  const int failed = asgd::sweep::run_local(suite, a.results, o);
+  if (!a.dry_run && !a.no_report) {
+    fmt::print("\n");
+    cmd_report(asgd::sweep::suite_paths(suite, a.results).root, "", true, false);
+    const std::string md = asgd::sweep::suite_paths(suite, a.results).root + "/report/report.md";
+    if (std::ifstream in(md); in) fmt::print("\n{}", std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  return failed > 0 ? 1 : 0;
+}
+
 int cmd_info() {
   KokkosScope kokkos;
   const auto info = asgd::collect_run_info();
@@ -246,6 +327,53 @@ int main(int argc, char** argv) {
 
   auto* info = app.add_subcommand("info", "Print versions: Kokkos, BLAS (and its kernel), HDF5");
 
+  SweepArgs sw;
+  auto* sweep = app.add_subcommand("sweep", "Suites: plan, run here, submit to Slurm, status");
+  sweep->require_subcommand(1);
+  auto add_suite = [&sw](CLI::App* c) {
+    c->add_option("suite", sw.suite, "Suite file (suites/*.yaml)")->required();
+    c->add_option("--results", sw.results, "Results folder (runs go to <results>/<suite name>/)")
+        ->capture_default_str();
+    return c;
+  };
+  auto* plan = add_suite(sweep->add_subcommand("plan", "List the runs with their ids, by resource shape"));
+  auto* run = add_suite(sweep->add_subcommand(
+      "run", "Run the unfinished runs here (mpiexec), then write the report"));
+  run->add_option("--jobs,-j", sw.jobs, "Runs side by side")->capture_default_str();
+  run->add_option("--cores", sw.cores, "Ranks that may run at once (default: this machine's cores)");
+  run->add_option("--mpiexec", sw.mpiexec, "MPI launcher")->capture_default_str();
+  run->add_flag("--dry-run", sw.dry_run, "Print the commands, run nothing");
+  run->add_flag("--no-report", sw.no_report, "Do not write the report at the end");
+  auto* submit = add_suite(sweep->add_subcommand(
+      "submit", "Write one sbatch array per resource shape and a report job; submit them"));
+  submit->add_option("--site", sw.site, "Site settings slurm/sites/<site>.yaml")->capture_default_str();
+  submit->add_option("--sites-dir", sw.sites_dir, "Folder of site files (default: the source tree's slurm/sites)");
+  submit->add_flag("--dry-run", sw.dry_run, "Write the scripts, do not call sbatch");
+  auto* st = add_suite(sweep->add_subcommand("status", "What is done, running, failed"));
+
+  std::string report_dir, report_out;
+  bool no_plots = false;
+  auto* report = app.add_subcommand("report", "Write <suite folder>/report/: tables (Markdown, CSV), PNG plots");
+  report->add_option("suite_dir", report_dir, "A suite's results folder: <results>/<suite>")->required();
+  report->add_option("--out", report_out, "Report folder (default: <suite_dir>/report)");
+  report->add_flag("--no-plots", no_plots, "Tables only");
+
+  std::string base, cand;
+  asgd::report::CompareOptions copt;
+  auto* compare = app.add_subcommand(
+      "compare", "Regression check: exit 1 when CANDIDATE is slower or worse than BASELINE");
+  compare->add_option("baseline", base, "Results folder or Google Benchmark JSON")->required();
+  compare->add_option("candidate", cand, "Results folder or Google Benchmark JSON")->required();
+  compare->add_option("--threshold", copt.threshold, "Relative throughput drop that is a regression")
+      ->capture_default_str();
+  compare->add_option("--alpha", copt.alpha, "Significance level of the rank test")->capture_default_str();
+  compare->add_option("--error-band", copt.error_band, "Allowed increase of test error")
+      ->capture_default_str();
+
+  std::vector<std::string> files;
+  auto* validate = app.add_subcommand("validate", "Check result files against the schema");
+  validate->add_option("files", files, "Result files (.h5)")->required();
+
   try {
     load_config_arg(argc, argv, cfg);
   } catch (const asgd::Error& e) {
@@ -263,6 +391,13 @@ int main(int argc, char** argv) {
     if (*train) return cmd_train(cfg, dry_run, quiet, progress_every);
     if (*models) return cmd_models(which, dataset);
     if (*info) return cmd_info();
+    if (*sweep) {
+      for (auto [c, name] : {std::pair{plan, "plan"}, {run, "run"}, {submit, "submit"}, {st, "status"}})
+        if (*c) return cmd_sweep(name, sw);
+    }
+    if (*report) return cmd_report(report_dir, report_out, !no_plots, false);
+    if (*compare) return asgd::report::compare(base, cand, copt);
+    if (*validate) return asgd::report::validate(files) > 0 ? 1 : 0;
   } catch (const asgd::dist::CollectiveError& e) {
     // every rank found the same problem: one line, from rank 0
     if (world_rank() == 0) std::fprintf(stderr, "asgd: error: %s\n", e.what());

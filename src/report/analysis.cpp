@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <tuple>
 
@@ -109,16 +110,16 @@ std::vector<ConfigGroup> analyse(const std::vector<RunInfo>& runs) {
       if (g.histogram.size() < r.histogram.size()) g.histogram.resize(r.histogram.size(), 0);
       for (std::size_t t = 0; t < r.histogram.size(); ++t) g.histogram[t] += r.histogram[t];
 
-      // Baseline: a 1-learner run of the same suite, model and seed; the
-      // same protocol first, then the most config fields in common, then a
-      // completed one; ties go to the first file.
+      // Baseline: a 1-learner run of the same suite, model and seed; a
+      // completed one first (a diverged run is no baseline while another
+      // exists), then the same protocol, then the most config fields in
+      // common; ties go to the first file.
       const RunInfo* base = nullptr;
-      std::tuple<bool, int, bool> base_score{};
+      std::tuple<bool, bool, int> base_score{};
       if (auto it = one_learner.find(index_key(r)); it != one_learner.end()) {
         for (const RunInfo* c : it->second) {
-          const std::tuple<bool, int, bool> score{c->protocol == r.protocol,
-                                                  common_fields(r.config, c->config, {"learners", "protocol"}),
-                                                  c->completed()};
+          const std::tuple<bool, bool, int> score{c->completed(), c->protocol == r.protocol,
+                                                  common_fields(r.config, c->config, {"learners", "protocol"})};
           if (!base || score > base_score) {
             base = c;
             base_score = score;

@@ -932,6 +932,7 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
   for (const auto& d : dims) total *= d.choices.size();
 
   Tally run_problems, datasets;
+  std::unordered_map<std::string, int> dataset_lines;
   std::unordered_set<std::string> hashes, ids;
   std::size_t excluded = 0;
   std::vector<std::size_t> idx(dims.size(), 0);
@@ -986,9 +987,19 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
       pr.add(run_line, fmt::format("run id '{}' given to two different runs", run.run_id));
 
     for (const auto& p : validate(c)) run_problems.add(p, compact);
-    if (c.data.kind == "fashion-mnist" || c.data.kind == "mnist" || c.data.kind == "cifar10")
-      datasets.add(c.data.kind + '\n' + (c.data.dir.empty() ? data::default_dir(c.data.kind) : c.data.dir),
-                   compact);
+    if (c.data.kind == "fashion-mnist" || c.data.kind == "mnist" || c.data.kind == "cifar10") {
+      const std::string loc =
+          c.data.kind + '\n' + (c.data.dir.empty() ? data::default_dir(c.data.kind) : c.data.dir);
+      if (!dataset_lines.count(loc)) {
+        // The line that chose the folder: a swept dataset with its own dir, else base/axes.
+        int line = dataset_line;
+        for (std::size_t k = 0; k < dims.size(); ++k)
+          for (const auto& v : dims[k].choices[idx[k]])
+            if (v.key == "dataset" && v.text.find("dir=") != std::string::npos) line = v.line;
+        dataset_lines[loc] = line;
+      }
+      datasets.add(loc, compact);
+    }
 
     run.ranks = (c.virtual_learners || (c.learners == 1 && c.servers == 1)) ? 1 : c.servers + c.learners;
     const int gpus = c.virtual_learners ? 0 : c.learners * s.resources.gpus_per_learner;
@@ -1006,7 +1017,7 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
     const auto nl = loc.find('\n');
     const std::string kind = loc.substr(0, nl), dir = loc.substr(nl + 1);
     if (const std::string missing = missing_dataset_files(kind, dir); !missing.empty())
-      pr.add(dataset_line, fmt::format("dataset {}: {} (needed by {} run{})", kind, missing, count,
+      pr.add(dataset_lines[loc], fmt::format("dataset {}: {} (needed by {} run{})", kind, missing, count,
                                        count == 1 ? "" : "s"));
   }
   if (s.runs.empty() && total > 0)

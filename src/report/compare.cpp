@@ -1,0 +1,403 @@
+// asgd compare (regressions between two result folders or two Google
+// Benchmark JSON files) and asgd validate.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "report/detail.hpp"
+#include "report/report.hpp"
+
+namespace asgd::report {
+
+namespace fs = std::filesystem;
+using namespace detail;
+
+namespace {
+
+struct Input {
+  bool bench = false;
+  std::vector<std::string> files;  // folder: the results files
+  json doc;                        // bench: the parsed JSON
+};
+
+Input classify(const std::string& path) {
+  std::error_code ec;
+  if (path.empty()) throw Error("compare: empty path");
+  if (!fs::exists(path, ec)) throw Error(path + ": no such file or folder");
+  Input in;
+  if (fs::is_directory(path, ec)) {
+    const fs::path runs = fs::path(path) / "runs";
+    in.files = list_h5(fs::is_directory(runs, ec) ? runs.string() : path);
+    if (in.files.empty()) throw Error(path + ": no results files (runs/*.h5 or *.h5)");
+    return in;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open");
+  const std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  if (bytes.compare(0, 8, "\x89HDF\r\n\x1a\n") == 0) {
+    throw Error(path + ": is an HDF5 file; compare takes a folder of results files (runs/*.h5) or a "
+                       "Google Benchmark JSON file");
+  }
+  in.doc = json::parse(bytes, nullptr, false);
+  if (in.doc.is_discarded()) {
+    throw Error(path + ": neither a results folder nor a Google Benchmark JSON file (not valid JSON)");
+  }
+  if (!in.doc.is_object() || !in.doc.contains("benchmarks") || !in.doc["benchmarks"].is_array()) {
+    throw Error(path + ": JSON without a \"benchmarks\" array: not a Google Benchmark output file "
+                       "(--benchmark_out=FILE --benchmark_out_format=json)");
+  }
+  if (in.doc["benchmarks"].empty()) throw Error(path + ": no benchmarks in the file");
+  in.bench = true;
+  return in;
+}
+
+struct Row {
+  std::string figure, baseline, candidate, change, p, verdict;
+};
+
+struct Verdicts {
+  std::vector<Row> rows;
+  int regressions = 0;
+  bool threshold_only_used = false;
+};
+
+// Compares samples of one figure; higher_is_better decides the direction.
+void compare_samples(Verdicts& out, const std::string& figure, const std::vector<double>& base,
+                     const std::vector<double>& cand, bool higher_is_better, const CompareOptions& opt,
+                     const std::function<std::string(double)>& show) {
+  const double mb = median(base), mc = median(cand);
+  Row row{figure, show(mb), show(mc), "", "", ""};
+  if (base.size() > 1) row.baseline += fmt::format(" (n={})", base.size());
+  if (cand.size() > 1) row.candidate += fmt::format(" (n={})", cand.size());
+  if (!(mb != 0) || !std::isfinite(mb) || !std::isfinite(mc)) {
+    row.verdict = "no comparison";
+    out.rows.push_back(row);
+    return;
+  }
+  const double change = (mc - mb) / std::fabs(mb);
+  row.change = fmt::format("{:+.1f}%", 100 * change);
+  const RankTest t = mann_whitney(cand, base);
+  const bool threshold_only = !(t.min_p <= opt.alpha);
+  row.p = fmt::format("{:.3g}{}", t.p, threshold_only ? "*" : "");
+  out.threshold_only_used = out.threshold_only_used || threshold_only;
+  const bool significant = threshold_only || t.p < opt.alpha;
+  const double worse = higher_is_better ? -change : change;  // > 0: candidate worse
+  if (worse > opt.threshold && significant) {
+    row.verdict = "REGRESSION";
+    ++out.regressions;
+  } else if (-worse > opt.threshold && significant) {
+    row.verdict = "improved";
+  } else {
+    row.verdict = "ok";
+  }
+  out.rows.push_back(row);
+}
+
+void print_table(const Verdicts& v) {
+  const std::vector<std::string> header = {"figure", "baseline", "candidate", "change %", "p-value", "verdict"};
+  std::vector<std::size_t> w(header.size());
+  auto cells = [](const Row& r) { return std::vector<std::string>{r.figure, r.baseline, r.candidate, r.change, r.p, r.verdict}; };
+  for (std::size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : v.rows) {
+    const auto c = cells(r);
+    for (std::size_t i = 0; i < c.size(); ++i) w[i] = std::max(w[i], c[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& c) {
+    std::string s;
+    for (std::size_t i = 0; i < c.size(); ++i) s += fmt::format("{:<{}}", c[i], i + 1 < c.size() ? w[i] + 2 : 0);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    std::printf("%s\n", s.c_str());
+  };
+  line(header);
+  for (const auto& r : v.rows) line(cells(r));
+  std::printf("%s\n", fmt::format("{} figures, {} regression{}", v.rows.size(), v.regressions,
+                                  v.regressions == 1 ? "" : "s").c_str());
+  if (v.threshold_only_used) {
+    std::printf("* too few repetitions for the rank test to reach alpha: verdict by the threshold alone\n");
+  }
+}
+
+// ---- result folders ----
+
+std::vector<RunInfo> load_readable(const Input& in) {
+  std::vector<RunInfo> runs = load_runs(in.files);
+  std::vector<RunInfo> ok;
+  for (auto& r : runs) {
+    if (r.readable) {
+      ok.push_back(std::move(r));
+    } else {
+      std::fprintf(stderr, "warning: %s (skipped)\n", r.error.c_str());
+    }
+  }
+  return ok;
+}
+
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOptions& opt) {
+  std::vector<RunInfo> base = load_readable(bin), cand = load_readable(cin);
+  if (base.empty()) throw Error("compare: no readable results file in the baseline");
+  if (cand.empty()) throw Error("compare: no readable results file in the candidate");
+
+  // Match on the config fields every run of both sides has, so that a field
+  // added by a newer build does not make every configuration "new".
+  std::set<std::string> shared;
+  bool first = true;
+  for (const auto* side : {&base, &cand}) {
+    for (const auto& r : *side) {
+      if (!r.config.is_object()) continue;
+      std::set<std::string> keys;
+      for (auto it = r.config.begin(); it != r.config.end(); ++it) keys.insert(it.key());
+      if (first) {
+        shared = keys;
+        first = false;
+      } else {
+        std::set<std::string> both;
+        std::set_intersection(shared.begin(), shared.end(), keys.begin(), keys.end(), std::inserter(both, both.end()));
+        shared.swap(both);
+      }
+    }
+  }
+  for (const char* f : kNonKeyFields) shared.erase(f);
+  auto restricted = [&](const RunInfo& r) {
+    if (!r.config.is_object()) return json(r.key);
+    json k = json::object();
+    for (const auto& name : shared) k[name] = r.config[name];
+    return k;
+  };
+  std::map<std::string, json> configs;  // key -> restricted config
+  std::map<std::string, std::vector<const RunInfo*>> bg, cg;
+  for (const auto& r : base) {
+    const json k = restricted(r);
+    configs[k.dump()] = k;
+    bg[k.dump()].push_back(&r);
+  }
+  for (const auto& r : cand) {
+    const json k = restricted(r);
+    configs[k.dump()] = k;
+    cg[k.dump()].push_back(&r);
+  }
+  // Label: the fields whose values differ between configurations.
+  std::vector<std::string> varying;
+  for (const auto& name : shared) {
+    std::set<std::string> values;
+    for (const auto& [k, c] : configs) values.insert(c.is_object() ? c[name].dump() : "");
+    if (values.size() > 1) varying.push_back(name);
+  }
+  auto label = [&](const json& c) {
+    if (!c.is_object()) return value_text(c);
+    std::string s;
+    for (const auto& name : varying) s += (s.empty() ? "" : " ") + name + "=" + value_text(c[name]);
+    if (s.empty()) s = c.contains("model") ? value_text(c["model"]) : "all runs";
+    return s;
+  };
+  std::vector<std::pair<std::string, std::string>> order;  // label, key
+  for (const auto& [k, c] : configs) order.emplace_back(label(c), k);
+  std::sort(order.begin(), order.end());
+
+  Verdicts v;
+  auto pct = [](double x) { return std::isfinite(x) ? fmt::format("{:.2f}%", 100 * x) : std::string("–"); };
+  auto rate = [](double x) { return std::isfinite(x) ? fmt::format("{:.1f}", x) : std::string("–"); };
+  for (const auto& [name, k] : order) {
+    const auto bi = bg.find(k), ci = cg.find(k);
+    if (bi == bg.end() || ci == cg.end()) {
+      const bool in_base = bi != bg.end();
+      const std::size_t n = in_base ? bi->second.size() : ci->second.size();
+      v.rows.push_back({name, in_base ? fmt::format("{} runs", n) : "–", in_base ? "–" : fmt::format("{} runs", n), "",
+                        "", in_base ? "missing in candidate" : "new in candidate"});
+      continue;
+    }
+    std::vector<double> bs, cs, be, ce;
+    int b_bad = 0, c_bad = 0;
+    for (const RunInfo* r : bi->second) {
+      if (!r->completed()) { ++b_bad; continue; }
+      if (r->summary.samples_per_s > 0) bs.push_back(r->summary.samples_per_s);
+      if (std::isfinite(r->summary.final_test_error)) be.push_back(r->summary.final_test_error);
+    }
+    for (const RunInfo* r : ci->second) {
+      if (!r->completed()) { ++c_bad; continue; }
+      if (r->summary.samples_per_s > 0) cs.push_back(r->summary.samples_per_s);
+      if (std::isfinite(r->summary.final_test_error)) ce.push_back(r->summary.final_test_error);
+    }
+    if (b_bad || c_bad) {
+      const double fb = static_cast<double>(b_bad) / static_cast<double>(bi->second.size());
+      const double fc = static_cast<double>(c_bad) / static_cast<double>(ci->second.size());
+      Row row{name + ": diverged/failed runs", fmt::format("{}/{}", b_bad, bi->second.size()),
+              fmt::format("{}/{}", c_bad, ci->second.size()), "", "", fc > fb ? "REGRESSION" : "ok"};
+      v.regressions += fc > fb;
+      v.rows.push_back(row);
+    }
+    if (!bs.empty() && !cs.empty()) compare_samples(v, name + ": samples/s", bs, cs, true, opt, rate);
+    if (!be.empty() && !ce.empty()) {
+      const double mb = mean_ci95(be).mean, mc = mean_ci95(ce).mean;
+      const double d = std::fabs(mc - mb) < 1e-12 ? 0.0 : mc - mb;  // no "-0.00 pp"
+      Row row{name + ": final test error", pct(mb), pct(mc), fmt::format("{:+.2f} pp", 100 * d), "",
+              d > opt.error_band ? "REGRESSION" : (d < -opt.error_band ? "improved" : "ok")};
+      if (be.size() > 1) row.baseline += fmt::format(" (mean of {})", be.size());
+      if (ce.size() > 1) row.candidate += fmt::format(" (mean of {})", ce.size());
+      v.regressions += d > opt.error_band;
+      v.rows.push_back(row);
+    }
+  }
+  return v;
+}
+
+// ---- Google Benchmark JSON ----
+
+struct BenchSeries {
+  std::vector<json> samples;  // iteration rows (or one aggregate row when only aggregates exist)
+  std::string error;          // error_message of a failed benchmark
+};
+
+double unit_ns(const std::string& unit) {
+  if (unit == "ns" || unit.empty()) return 1;
+  if (unit == "us") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  throw Error("unknown time_unit '" + unit + "'");
+}
+
+std::string flops_key(const json& row) {
+  for (auto it = row.begin(); it != row.end(); ++it) {
+    std::string k = it.key();
+    std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if ((k == "gflop/s" || k == "gflops") && it->is_number()) return it.key();
+  }
+  return "";
+}
+
+std::map<std::string, BenchSeries> bench_series(const json& doc, const std::string& path) {
+  std::map<std::string, std::vector<json>> iterations;
+  std::map<std::string, std::map<std::string, json>> aggregates;
+  std::map<std::string, std::string> errors;
+  for (const json& b : doc["benchmarks"]) {
+    if (!b.is_object() || !b.contains("name") || !b["name"].is_string()) {
+      throw Error(path + ": a benchmark entry without a name");
+    }
+    const std::string name = b.contains("run_name") && b["run_name"].is_string() ? b["run_name"].get<std::string>()
+                                                                                 : b["name"].get<std::string>();
+    if (b.value("error_occurred", false)) {
+      errors[name] = b.value("error_message", std::string("error"));
+      continue;
+    }
+    if (b.value("run_type", std::string("iteration")) == "aggregate") {
+      aggregates[name][b.value("aggregate_name", std::string())] = b;
+    } else {
+      iterations[name].push_back(b);
+    }
+  }
+  std::map<std::string, BenchSeries> out;
+  for (auto& [name, rows] : iterations) out[name].samples = std::move(rows);
+  for (auto& [name, aggs] : aggregates) {
+    if (out.count(name)) continue;
+    for (const char* a : {"median", "mean"}) {
+      if (aggs.count(a)) {
+        out[name].samples.push_back(aggs[a]);
+        break;
+      }
+    }
+  }
+  for (auto& [name, msg] : errors)
+    if (!out.count(name) || out[name].samples.empty()) out[name].error = msg;
+  return out;
+}
+
+Verdicts compare_bench(const Input& bin, const std::string& bpath, const Input& cin, const std::string& cpath,
+                       const CompareOptions& opt) {
+  const auto base = bench_series(bin.doc, bpath), cand = bench_series(cin.doc, cpath);
+  std::set<std::string> names;
+  for (const auto& [n, s] : base) names.insert(n);
+  for (const auto& [n, s] : cand) names.insert(n);
+  Verdicts v;
+  for (const auto& name : names) {
+    const auto bi = base.find(name), ci = cand.find(name);
+    if (bi == base.end() || ci == cand.end()) {
+      v.rows.push_back({name, bi == base.end() ? "–" : "present", ci == cand.end() ? "–" : "present", "", "",
+                        bi == base.end() ? "new in candidate" : "missing in candidate"});
+      continue;
+    }
+    if (!ci->second.error.empty() || !bi->second.error.empty()) {
+      const bool regress = !ci->second.error.empty() && bi->second.error.empty();
+      v.rows.push_back({name, bi->second.error.empty() ? "ok" : "error: " + bi->second.error,
+                        ci->second.error.empty() ? "ok" : "error: " + ci->second.error, "", "",
+                        regress ? "REGRESSION" : "error"});
+      v.regressions += regress;
+      continue;
+    }
+    const auto& bs = bi->second.samples;
+    const auto& cs = ci->second.samples;
+    const std::string fk = flops_key(bs.front());
+    const bool flops = !fk.empty() && !flops_key(cs.front()).empty();
+    std::vector<double> bx, cx;
+    std::string unit = "ns";
+    try {
+      if (flops) {
+        for (const auto& r : bs) bx.push_back(r.value(fk, kNaN));
+        for (const auto& r : cs) cx.push_back(r.value(flops_key(r), kNaN));
+      } else {
+        unit = bs.front().value("time_unit", std::string("ns"));
+        const double scale = unit_ns(unit);
+        for (const auto& r : bs) bx.push_back(r.at("real_time").get<double>() * unit_ns(r.value("time_unit", std::string("ns"))) / scale);
+        for (const auto& r : cs) cx.push_back(r.at("real_time").get<double>() * unit_ns(r.value("time_unit", std::string("ns"))) / scale);
+      }
+    } catch (const json::exception& e) {
+      throw Error(fmt::format("{}: benchmark {}: {}", bpath + " / " + cpath, name, e.what()));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: benchmark {}: {}", bpath + " / " + cpath, name, e.what()));
+    }
+    auto show = [&](double x) { return flops ? fmt::format("{:.4g} {}", x, fk) : fmt::format("{:.4g} {}", x, unit); };
+    compare_samples(v, name + (flops ? " " + fk : " real_time"), bx, cx, flops, opt, show);
+  }
+  return v;
+}
+
+}  // namespace
+
+int compare(const std::string& baseline, const std::string& candidate, const CompareOptions& opt) {
+  if (!(opt.threshold >= 0) || !(opt.alpha > 0 && opt.alpha < 1) || !(opt.error_band >= 0)) {
+    throw Error(fmt::format("compare: bad options (threshold {} must be >= 0, alpha {} in (0, 1), error band {} >= 0)",
+                            opt.threshold, opt.alpha, opt.error_band));
+  }
+  const Input b = classify(baseline), c = classify(candidate);
+  if (b.bench != c.bench) {
+    throw Error(fmt::format("compare: {} is a {} but {} is a {}; compare like with like", baseline,
+                            b.bench ? "benchmark JSON file" : "results folder", candidate,
+                            c.bench ? "benchmark JSON file" : "results folder"));
+  }
+  const Verdicts v = b.bench ? compare_bench(b, baseline, c, candidate, opt) : compare_folders(b, c, opt);
+  print_table(v);
+  std::fflush(stdout);
+  return v.regressions > 0 ? 1 : 0;
+}
+
+int validate(const std::vector<std::string>& files) {
+  int invalid = 0;
+  for (const auto& f : files) {
+    std::string problem;
+    try {
+      const io::RunResult r = io::read_results(f);
+      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, r.status, r.summary.updates).c_str());
+      continue;
+    } catch (const Error& e) {
+      problem = e.what();
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    ++invalid;
+    if (problem.rfind(f + ": ", 0) == 0) problem.erase(0, f.size() + 2);  // the reader already names the file
+    std::printf("%s\n", fmt::format("{}: {}", f, problem).c_str());
+  }
+  std::fflush(stdout);
+  return invalid;
+}
+
+}  // namespace asgd::report

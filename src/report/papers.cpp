@@ -1,0 +1,209 @@
+// The papers' published numbers beside ours, for suites that reproduce them.
+// Reference files: results/reference/<paper>.json (fields documented in
+// results/reference/README.md).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "report/analysis.hpp"
+
+namespace asgd::report::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPapers[] = {"paine2013", "zhang2015"};
+
+json load_reference(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open the paper's reference file");
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a JSON object");
+  if (!j.contains("claims") || !j["claims"].is_array()) throw Error(path + ": no \"claims\" array");
+  return j;
+}
+
+std::string str(const json& j, const char* name, const std::string& fallback = "") {
+  const auto it = j.find(name);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+bool in_list(const json& claim, const char* name, const std::string& value_text) {
+  const auto it = claim.find(name);
+  if (it == claim.end() || !it->is_array() || value_text.empty()) return false;
+  return std::any_of(it->begin(), it->end(), [&](const json& v) { return v.dump() == value_text; });
+}
+
+// Whether learner count L is one the claim is about (no learner fields: any).
+bool learners_match(const json& claim, int learners) {
+  const std::string text = std::to_string(learners);
+  if (claim.contains("learners")) return in_list(claim, "learners", text);
+  if (claim.contains("learners_range")) {
+    const auto& r = claim["learners_range"];
+    return r.is_array() && r.size() == 2 && learners >= r[0].get<double>() && learners <= r[1].get<double>();
+  }
+  return true;
+}
+
+std::string paper_value(const json& claim) {
+  const std::string kind = str(claim, "kind");
+  const bool approx = claim.value("approx", false);
+  const std::string about = approx ? "about " : "";
+  auto fmt_one = [&](double v) {
+    if (kind == "speedup") return fmt::format("{:g}x", v);
+    if (kind == "test_error") return fmt::format("{:g}%", 100 * v);
+    return fmt::format("{:g}", v);
+  };
+  std::string out;
+  if (claim.contains("value") && claim["value"].is_number()) {
+    out = about + fmt_one(claim["value"].get<double>());
+  } else if (claim.contains("value_range") && claim["value_range"].is_array() && claim["value_range"].size() == 2) {
+    out = fmt_one(claim["value_range"][0].get<double>()) + "–" + fmt_one(claim["value_range"][1].get<double>());
+  } else if (kind == "diverges") {
+    out = "does not converge";
+  } else if (kind == "n_sync_order" && claim.contains("n_sync") && claim["n_sync"].is_array() &&
+             !claim["n_sync"].empty()) {
+    out = "best n_sync: " + claim["n_sync"][0].dump();
+  }
+  const std::string ds = str(claim, "dataset");
+  return out + (ds.empty() ? "" : " (" + ds + ")");
+}
+
+std::string ours_of(const std::vector<const ConfigGroup*>& gs) {
+  std::set<std::string> ds, models;
+  for (const auto* g : gs) {
+    ds.insert(g->rep().dataset.empty() ? "dataset not recorded" : g->rep().dataset);
+    models.insert(g->rep().model);
+  }
+  std::string out;
+  for (const auto& d : ds) out += (out.empty() ? "" : ", ") + d;
+  out += "; model ";
+  std::string m;
+  for (const auto& x : models) m += (m.empty() ? "" : ", ") + x;
+  return out + m;
+}
+
+std::string seeds_text(const ConfigGroup& g) {
+  return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
+}
+
+}  // namespace
+
+std::string papers_section(const std::vector<ConfigGroup>& groups, const std::string& suite,
+                           const std::string& reference_dir, std::vector<std::string>& warnings) {
+  const char* paper = nullptr;
+  for (const char* p : kPapers)
+    if (suite.rfind(p, 0) == 0) paper = p;
+  if (!paper) return "";
+
+  std::string md = fmt::format("## Beside the paper ({})\n\n", paper);
+  if (reference_dir.empty()) {
+    warnings.push_back(fmt::format("suite {} reproduces {}, but no reference folder was given", suite, paper));
+    return md + "The suite reproduces this paper, but no reference folder (results/reference) was given.\n\n";
+  }
+  const std::string path = (fs::path(reference_dir) / (std::string(paper) + ".json")).string();
+  json ref;
+  try {
+    ref = load_reference(path);
+  } catch (const Error& e) {
+    warnings.push_back(e.what());
+    return md + fmt::format("The paper's numbers could not be read: {}\n\n", e.what());
+  }
+
+  std::vector<const ConfigGroup*> all;
+  for (const auto& g : groups) all.push_back(&g);
+  md = fmt::format("## Beside the paper: {} (arXiv {})\n\n", str(ref, "citation", paper), str(ref, "arxiv", "?"));
+  md += fmt::format(
+      "Numbers labelled **paper** are the published ones ({}; source: `{}`); numbers labelled **ours** come from "
+      "this suite, trained on **{}** — not the paper's data set, model or hardware. Compare trends (speedup with "
+      "learners, error flat in n, which settings diverge), not absolute values.\n\n",
+      str(ref, "method", paper), path, all.empty() ? "no runs" : ours_of(all));
+
+  Table t;
+  t.header = {"paper's claim", "paper", "ours", "our configuration"};
+  int max_learners = 0;
+  for (const auto* g : all) max_learners = std::max(max_learners, g->rep().learners);
+
+  for (const json& claim : ref["claims"]) {
+    if (!claim.is_object()) continue;
+    const std::string kind = str(claim, "kind"), text = str(claim, "text", str(claim, "id"));
+    const std::string pv = "paper: " + paper_value(claim);
+    std::vector<std::vector<std::string>> rows;
+    auto add = [&](const std::string& ours, const std::string& cfg) {
+      rows.push_back({rows.empty() ? text : "", rows.empty() ? pv : "", ours, cfg});
+    };
+    const std::string policy = str(claim, "lr_policy");
+
+    if (kind == "speedup") {
+      std::vector<const ConfigGroup*> at;
+      for (const auto* g : all)
+        if (claim.contains("learners") && learners_match(claim, g->rep().learners)) at.push_back(g);
+      std::string where;
+      if (at.empty()) {
+        for (const auto* g : all)
+          if (g->rep().learners == max_learners && max_learners > 1) at.push_back(g);
+        if (!at.empty()) where = fmt::format(" (our largest learner count, L={})", max_learners);
+      }
+      for (const auto* g : at) {
+        add(fmt::format("ours: time-to-target {}, throughput {}", agg_md(g->tt_speedup, false, 2),
+                        agg_md(g->tp_speedup, false, 2)),
+            config_label(*g) + where + ", " + seeds_text(*g));
+      }
+      if (at.empty()) add("ours: no run with more than one learner", "");
+    } else if (kind == "test_error") {
+      std::vector<const ConfigGroup*> at;
+      bool policy_found = false;
+      for (const auto* g : all) policy_found = policy_found || g->rep().lr_policy == policy;
+      for (const auto* g : all) {
+        if (!learners_match(claim, g->rep().learners)) continue;
+        if (!policy.empty() && policy_found && g->rep().lr_policy != policy) continue;
+        at.push_back(g);
+      }
+      const std::string note = !policy.empty() && !policy_found ? fmt::format(" (no run with lr_policy {})", policy) : "";
+      for (const auto* g : at) {
+        add("ours: final test error " + agg_md(g->final_error, true, 2), config_label(*g) + note + ", " + seeds_text(*g));
+      }
+      if (at.empty()) add("ours: no matching configuration in this suite", "");
+    } else if (kind == "diverges") {
+      for (const auto* g : all) {
+        const RunInfo& r = g->rep();
+        if (r.protocol == "hardsync" || (!policy.empty() && r.lr_policy != policy)) continue;
+        if (!learners_match(claim, r.learners) && !in_list(claim, "learners", r.n)) continue;
+        std::string ours = fmt::format("ours: {} of {} seeds diverged", g->diverged, g->runs.size());
+        if (g->final_error.state == Agg::State::number) ours += ", final test error " + agg_md(g->final_error, true, 2);
+        add(ours, config_label(*g));
+      }
+      if (rows.empty()) add("ours: no matching configuration in this suite", "");
+    } else if (kind == "n_sync_order") {
+      std::vector<const ConfigGroup*> at;
+      for (const auto* g : all)
+        if (g->rep().protocol == "nsync") at.push_back(g);
+      const ConfigGroup* best = nullptr;
+      for (const auto* g : at) {
+        if (g->final_error.state == Agg::State::number &&
+            (!best || g->final_error.iv.mean < best->final_error.iv.mean)) {
+          best = g;
+        }
+      }
+      for (const auto* g : at) {
+        add(fmt::format("ours: final test error {}{}", agg_md(g->final_error, true, 2),
+                        g == best ? " (best of ours)" : ""),
+            config_label(*g) + ", " + seeds_text(*g));
+      }
+      if (at.empty()) add("ours: no nsync configuration in this suite", "");
+    } else {
+      add("ours: (claim kind '" + kind + "' is not compared automatically)", "");
+    }
+    for (auto& r : rows) t.rows.push_back(std::move(r));
+  }
+  md += to_markdown(t) + "\n";
+  return md;
+}
+
+}  // namespace asgd::report::detail

@@ -1,0 +1,349 @@
+// asgd report: runs.csv, speedup.csv, convergence.csv, staleness.csv and
+// report.md for one suite folder, plus PNG plots through tools/plot_report.py.
+#include "report/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "report/analysis.hpp"
+#include "report/detail.hpp"
+
+namespace asgd::report {
+
+namespace fs = std::filesystem;
+using namespace detail;
+
+namespace {
+
+constexpr const char* kPlotFiles[] = {"error_vs_time.png", "error_vs_epochs.png", "speedup.png", "staleness.png"};
+constexpr int kPlotTimeoutS = 600;
+
+// An error-like figure of one run: the number if completed, else its status.
+std::string run_error_cell(const RunInfo& r, double x) {
+  if (!r.readable) return "failed";
+  if (r.diverged()) return "diverged";
+  if (!r.completed()) return "failed";
+  return num(x);
+}
+
+Table runs_table(const std::vector<RunInfo>& runs) {
+  Table t;
+  t.header = {"run_id", "model", "mode", "protocol", "learners", "n", "n_sync", "lr_policy", "batch", "seed",
+              "status", "updates", "epochs", "train_time_s", "samples_per_s", "final_test_error",
+              "best_test_error", "time_to_target_s", "mean_tau", "smoothed_train_error", "file", "config",
+              "error"};
+  for (const auto& r : runs) {
+    if (!r.readable) {
+      std::vector<std::string> row(t.header.size());
+      row[0] = fs::path(r.file).stem().string();
+      row[10] = "unreadable";
+      for (int c : {15, 16, 17, 19}) row[static_cast<std::size_t>(c)] = "failed";
+      row[20] = r.file;
+      row[22] = r.error;
+      t.rows.push_back(std::move(row));
+      continue;
+    }
+    const auto& s = r.summary;
+    t.rows.push_back({r.run_id, r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync,
+                      r.lr_policy, r.batch, r.seed, r.status, std::to_string(s.updates), num(s.epochs),
+                      num(s.train_time_s), num(s.samples_per_s), run_error_cell(r, s.final_test_error),
+                      run_error_cell(r, s.best_test_error), run_error_cell(r, s.time_to_target_s), num(r.mean_tau),
+                      run_error_cell(r, r.smoothed_train_error), r.file, r.config_id, ""});
+  }
+  return t;
+}
+
+std::vector<std::string> config_cells(const ConfigGroup& g) {
+  const RunInfo& r = g.rep();
+  return {g.id, r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
+          std::to_string(g.runs.size()), std::to_string(g.completed), std::to_string(g.diverged),
+          std::to_string(g.failed)};
+}
+const std::vector<std::string> kConfigHeader = {"config", "model", "mode", "protocol", "learners", "n", "n_sync",
+                                                "lr_policy", "batch", "seeds", "completed", "diverged", "failed"};
+
+void append(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+std::vector<std::string> agg_header(const std::string& name) {
+  return {name + "_mean", name + "_ci_low", name + "_ci_high", name + "_n"};
+}
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+Table speedup_csv(const std::vector<ConfigGroup>& groups) {
+  Table t;
+  t.header = kConfigHeader;
+  append(t.header, agg_header("time_to_target_speedup"));
+  append(t.header, agg_header("throughput_speedup"));
+  append(t.header, agg_header("time_to_target_s"));
+  append(t.header, agg_header("samples_per_s"));
+  append(t.header, {"baseline", "note"});
+  for (const auto& g : groups) {
+    auto row = config_cells(g);
+    append(row, agg_csv(g.tt_speedup));
+    append(row, agg_csv(g.tp_speedup));
+    append(row, agg_csv(g.time_to_target));
+    append(row, agg_csv(g.samples_per_s));
+    append(row, {join(g.baselines, ";"), g.speedup_note});
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table convergence_csv(const std::vector<ConfigGroup>& groups) {
+  Table t;
+  t.header = kConfigHeader;
+  append(t.header, agg_header("final_test_error"));
+  append(t.header, agg_header("best_test_error"));
+  append(t.header, {"gap_to_hardsync", "hardsync_config"});
+  append(t.header, agg_header("smoothed_train_error"));
+  t.header.push_back("mean_tau");
+  for (const auto& g : groups) {
+    auto row = config_cells(g);
+    append(row, agg_csv(g.final_error));
+    append(row, agg_csv(g.best_error));
+    append(row, {g.gap.state == Agg::State::number ? num(g.gap.iv.mean) : g.gap.text(), g.hardsync ? g.hardsync->id : ""});
+    append(row, agg_csv(g.smoothed_error));
+    row.push_back(num(g.mean_tau));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table staleness_csv(const std::vector<RunInfo>& runs) {
+  Table t;
+  t.header = {"run_id", "kind", "tau", "count", "learner", "gradients", "samples"};
+  for (const auto& r : runs) {
+    if (!r.readable) continue;
+    for (std::size_t tau = 0; tau < r.histogram.size(); ++tau) {
+      t.rows.push_back({r.run_id, "tau", std::to_string(tau), std::to_string(r.histogram[tau]), "", "", ""});
+    }
+    for (const auto& l : r.learner_rows) {
+      t.rows.push_back({r.run_id, "learner", "", "", std::to_string(l.learner), std::to_string(l.gradients),
+                        std::to_string(l.samples)});
+    }
+  }
+  return t;
+}
+
+std::vector<std::string> md_config_cells(const ConfigGroup& g) {
+  const RunInfo& r = g.rep();
+  std::string seeds = std::to_string(g.runs.size());
+  if (g.diverged || g.failed) seeds += fmt::format(" ({} diverged, {} failed)", g.diverged, g.failed);
+  return {r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch, seeds};
+}
+const std::vector<std::string> kMdConfigHeader = {"model", "mode", "protocol", "L", "n", "n_sync", "lr policy",
+                                                  "batch", "seeds"};
+
+std::string speedup_md(const std::vector<ConfigGroup>& groups) {
+  Table t;
+  t.header = kMdConfigHeader;
+  append(t.header, {"time-to-target speedup", "throughput speedup", "time to target (s)", "samples/s", "note"});
+  for (const auto& g : groups) {
+    auto row = md_config_cells(g);
+    append(row, {agg_md(g.tt_speedup, false, 2), agg_md(g.tp_speedup, false, 2), agg_md(g.time_to_target, false, 1),
+                 agg_md(g.samples_per_s, false, 1), g.speedup_note});
+    t.rows.push_back(std::move(row));
+  }
+  return to_markdown(t);
+}
+
+std::string convergence_md(const std::vector<ConfigGroup>& groups) {
+  Table t;
+  t.header = kMdConfigHeader;
+  append(t.header, {"final test error", "best test error", "gap to hardsync", "smoothed train error", "mean tau"});
+  for (const auto& g : groups) {
+    auto row = md_config_cells(g);
+    std::string gap = "–";
+    if (g.gap.state == Agg::State::number) gap = fmt::format("{:+.2f} pp", 100 * g.gap.iv.mean);
+    else if (g.gap.state != Agg::State::blank) gap = g.gap.text();
+    append(row, {agg_md(g.final_error, true, 2), agg_md(g.best_error, true, 2), gap, agg_md(g.smoothed_error, true, 2),
+                 std::isfinite(g.mean_tau) ? fmt::format("{:.2f}", g.mean_tau) : "–"});
+    t.rows.push_back(std::move(row));
+  }
+  return to_markdown(t);
+}
+
+std::string staleness_md(const std::vector<ConfigGroup>& groups) {
+  Table t;
+  t.header = {"model", "mode", "protocol", "L", "n", "n_sync", "lr policy", "batch", "gradients", "mean tau",
+              "median tau", "95th pct tau", "max tau"};
+  for (const auto& g : groups) {
+    const RunInfo& r = g.rep();
+    std::int64_t total = 0;
+    std::size_t max_tau = 0;
+    for (std::size_t tau = 0; tau < g.histogram.size(); ++tau) {
+      total += g.histogram[tau];
+      if (g.histogram[tau] > 0) max_tau = tau;
+    }
+    auto q = [&](double p) {
+      const double v = histogram_quantile(g.histogram, p);
+      return std::isnan(v) ? std::string("–") : fmt::format("{}", v);
+    };
+    t.rows.push_back({r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
+                      std::to_string(total), std::isfinite(g.mean_tau) ? fmt::format("{:.2f}", g.mean_tau) : "–",
+                      q(0.5), q(0.95), total > 0 ? std::to_string(max_tau) : "–"});
+  }
+  return to_markdown(t);
+}
+
+// The suite's name: the one most runs name, else the folder's name.
+std::string suite_name(const std::vector<RunInfo>& runs, const std::string& suite_dir, std::vector<std::string>& all) {
+  std::map<std::string, int> count;
+  for (const auto& r : runs)
+    if (r.readable) ++count[r.suite];
+  std::string best;
+  int best_n = 0;
+  for (const auto& [name, n] : count) {
+    all.push_back(name);
+    if (n > best_n) best = name, best_n = n;
+  }
+  if (!best.empty()) return best;
+  return fs::path(suite_dir).lexically_normal().filename().string();
+}
+
+constexpr const char* kDefinitions = R"(## Definitions
+
+- **Configuration**: runs whose `config` JSON is identical except for `seed`, `run_id`, `results_dir`
+  and `threads` (the repetitions of one setting). `config` in the CSVs is a short hash of it.
+- **Mean and 95% interval** over the seeds of a configuration: mean ± t(0.975, k−1)·s/√k with s the
+  sample standard deviation of the k values (Student's t from a table for k−1 ≤ 30, 1.96 beyond).
+  With one value the table says `n=1` and the CSV leaves the interval empty. Only completed runs give
+  numbers; diverged and failed seeds are counted in the `diverged`/`failed` columns and named in the
+  note. A cell whose runs all diverged reads `diverged` (all failed: `failed`), never a number.
+- **Speedup** of a run with L learners, per seed, against the 1-learner run of the same suite, model
+  and seed (a completed one preferred, then the same protocol, then the most config fields in common):
+  time-to-target speedup T1/TL from `/summary/time_to_target_s` (empty when either run did not reach
+  the target), throughput speedup (samples/s of L)/(samples/s of 1). Empty with the note
+  `no 1-learner baseline` when the suite has none; `diverged`/`failed` when the run or its baseline did.
+- **Gap to hardsync**: mean final test error of the configuration minus that of the hardsync
+  configuration with the same model, mode and learner count (the one with the most config fields in
+  common), in percentage points.
+- **Smoothed training error** (per run, then averaged over seeds): the weighted mean of
+  `/updates/train_error` over the last 400 minibatches. Each update row stands for `gradients`
+  minibatches and is weighted by that number; rows are taken from the last update backwards until the
+  weights reach 400, and the row crossing the window's start counts only with the minibatches inside
+  the window. Runs with fewer than 400 minibatches in all use every row.
+- **Mean tau**: sum of tau·count over sum of count of `/staleness/histogram` (from `/updates/mean_tau`
+  weighted by `gradients` when the histogram is empty), averaged over the configuration's runs.
+)";
+
+}  // namespace
+
+int write_report(const ReportOptions& opt) {
+  if (opt.suite_dir.empty()) throw Error("report: no suite folder given");
+  std::error_code ec;
+  if (!fs::is_directory(opt.suite_dir, ec)) throw Error(opt.suite_dir + ": no such folder");
+  const std::string runs_dir = (fs::path(opt.suite_dir) / "runs").string();
+  if (!fs::is_directory(runs_dir, ec)) throw Error(opt.suite_dir + ": no runs/ folder (expected runs/*.h5)");
+  const std::vector<std::string> files = list_h5(runs_dir);
+  const std::string out_dir = opt.out_dir.empty() ? (fs::path(opt.suite_dir) / "report").string() : opt.out_dir;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir, ec)) {
+    throw Error(fmt::format("{}: cannot create the report folder: {}", out_dir, ec ? ec.message() : "not a folder"));
+  }
+  auto out = [&](const char* name) { return (fs::path(out_dir) / name).string(); };
+
+  const std::vector<RunInfo> runs = load_runs(files);
+  const std::vector<ConfigGroup> groups = analyse(runs);
+
+  write_file_atomic(out("runs.csv"), to_csv(runs_table(runs)));
+  write_file_atomic(out("speedup.csv"), to_csv(speedup_csv(groups)));
+  write_file_atomic(out("convergence.csv"), to_csv(convergence_csv(groups)));
+  write_file_atomic(out("staleness.csv"), to_csv(staleness_csv(runs)));
+
+  std::vector<std::string> warnings;
+  std::vector<std::string> suites;
+  const std::string suite = suite_name(runs, opt.suite_dir, suites);
+
+  // Plots: after the CSVs (the script reads speedup.csv), before report.md (which links them).
+  std::string plot_problem;
+  if (!opt.plot_script.empty()) {
+    for (const char* f : kPlotFiles) fs::remove(out(f), ec);
+    const std::string log = out("plot.log");
+    const std::string err = run_process({opt.python, opt.plot_script, opt.suite_dir, out_dir}, log, kPlotTimeoutS);
+    if (err.empty()) {
+      fs::remove(log, ec);
+    } else {
+      plot_problem = fmt::format("`{} {}` failed ({}); its output is in `plot.log`", opt.python, opt.plot_script, err);
+      const std::string tail = tail_lines(log, 1);
+      warnings.push_back(fmt::format("plot script failed ({}){}", err, tail.empty() ? "" : ": " + tail));
+    }
+  }
+  std::vector<std::string> pngs;
+  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+    if (entry.path().extension() == ".png") pngs.push_back(entry.path().filename().string());
+  }
+  std::sort(pngs.begin(), pngs.end());
+
+  int completed = 0, diverged = 0, failed = 0, unreadable = 0;
+  for (const auto& r : runs) {
+    completed += r.completed();
+    diverged += r.diverged();
+    failed += r.failed();
+    unreadable += !r.readable;
+  }
+
+  std::string md = fmt::format("# Report: {}\n\n", suite);
+  md += fmt::format("Suite `{}`, folder `{}`.", suite, opt.suite_dir);
+  if (suites.size() > 1) md += fmt::format(" Runs name several suites: {}.", join(suites, ", "));
+  md += "\n\n";
+  md += fmt::format("| runs | completed | diverged | failed | configurations |\n|---|---|---|---|---|\n"
+                    "| {} | {} | {} | {}{} | {} |\n\n",
+                    runs.size(), completed, diverged, failed,
+                    unreadable ? fmt::format(" ({} unreadable)", unreadable) : "", groups.size());
+  if (runs.empty()) md += "No results files in `runs/`.\n\n";
+
+  md += "## Speedup\n\nAgainst the 1-learner run of the same model and seed; mean [95% interval] over seeds. "
+        "`–`: not available (target not reached, or no 1-learner baseline). "
+        "Table: [speedup.csv](speedup.csv).\n\n";
+  md += speedup_md(groups) + "\n";
+  md += "## Convergence\n\nTest errors at the last and the best evaluation, mean [95% interval] over seeds; "
+        "gap to hardsync in percentage points; training error smoothed over the last 400 minibatches. "
+        "Table: [convergence.csv](convergence.csv).\n\n";
+  md += convergence_md(groups) + "\n";
+  md += "## Staleness\n\nHistograms summed over seeds. Per run and per learner: [staleness.csv](staleness.csv).\n\n";
+  md += staleness_md(groups) + "\n";
+
+  md += papers_section(groups, suite, opt.reference_dir, warnings);
+
+  md += "## Plots\n\n";
+  if (opt.plot_script.empty()) md += "Not made (no plot script given).\n";
+  if (!plot_problem.empty()) md += "**The plot script failed:** " + plot_problem + ".\n";
+  for (const auto& p : pngs) md += fmt::format("![{0}]({0})\n", p);
+  md += "\n## Files\n\n"
+        "- [runs.csv](runs.csv): one row per results file (unreadable files included, with the reader's error)\n"
+        "- [speedup.csv](speedup.csv), [convergence.csv](convergence.csv): one row per configuration\n"
+        "- [staleness.csv](staleness.csv): per run, the staleness histogram (`tau`, `count`) and per-learner "
+        "gradient and sample counts\n";
+  for (const auto& p : pngs) md += fmt::format("- [{0}]({0})\n", p);
+  md += "\n";
+  if (unreadable) {
+    md += "## Unreadable files\n\n";
+    for (const auto& r : runs)
+      if (!r.readable) md += fmt::format("- `{}`: {}\n", r.file, r.error);
+    md += "\n";
+  }
+  md += kDefinitions;
+  write_file_atomic(out("report.md"), md);
+
+  for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (!opt.quiet) {
+    std::printf("%s\n", fmt::format("report: {} runs ({} completed, {} diverged, {} failed) -> {}", runs.size(),
+                                    completed, diverged, failed, out("report.md"))
+                            .c_str());
+  }
+  return static_cast<int>(runs.size());
+}
+
+}  // namespace asgd::report

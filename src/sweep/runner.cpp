@@ -1,0 +1,267 @@
+#include "sweep/runner.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/error.hpp"
+#include "io/results.hpp"
+
+extern char** environ;
+
+namespace asgd::sweep {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void write_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("{}: cannot rename into place", path));
+  }
+}
+
+void make_dir(const std::string& d) {
+  std::error_code ec;
+  fs::create_directories(d, ec);
+  if (ec) throw Error(fmt::format("cannot create folder {}: {}", d, ec.message()));
+}
+
+std::string fmt_duration(double s) {
+  const auto t = static_cast<long>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+// The command that runs one run: asgd train --config FILE, under mpiexec
+// when it needs more than one rank.
+std::vector<std::string> train_command(const Run& r, const std::string& config,
+                                       const LocalOptions& opt) {
+  std::vector<std::string> argv;
+  if (r.ranks > 1) argv = {opt.mpiexec, "-n", std::to_string(r.ranks)};
+  argv.insert(argv.end(), {opt.self, "train", "--config", config, "--progress-every", "30"});
+  return argv;
+}
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw Error(fmt::format("cannot start {}: {}", args[0], std::strerror(rc)));
+  return pid;
+}
+
+}  // namespace
+
+SuitePaths suite_paths(const Suite& s, const std::string& results_dir) {
+  const fs::path root = fs::path(results_dir) / s.name;
+  return {root.string(),           (root / "configs").string(), (root / "logs").string(),
+          (root / "runs").string(), (root / "checkpoints").string(), (root / "slurm").string()};
+}
+
+std::vector<std::string> write_configs(const Suite& s, const SuitePaths& p) {
+  make_dir(p.configs);
+  std::vector<std::string> paths;
+  paths.reserve(s.runs.size());
+  for (const auto& r : s.runs) {
+    const std::string path = (fs::path(p.configs) / (r.run_id + ".json")).string();
+    const std::string text = nlohmann::json(r.config).dump(2) + "\n";
+    std::ifstream in(path, std::ios::binary);
+    const std::string old{std::istreambuf_iterator<char>(in), {}};
+    if (old != text) write_atomic(path, text);  // unchanged files keep their time stamps
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+const char* to_string(RunState s) {
+  switch (s) {
+    case RunState::done: return "completed";
+    case RunState::diverged: return "diverged";
+    case RunState::failed: return "failed";
+    case RunState::interrupted: return "interrupted";
+    case RunState::pending: return "pending";
+  }
+  return "?";
+}
+
+RunState run_state(const Run& r, const SuitePaths& p) {
+  const fs::path result = fs::path(p.runs) / (r.run_id + ".h5");
+  if (fs::exists(result)) {
+    try {
+      const auto res = io::read_results(result.string());
+      if (res.status == "diverged") return RunState::diverged;
+      if (res.status == "failed") return RunState::failed;
+      return RunState::done;
+    } catch (const Error&) {
+      return RunState::failed;
+    }
+  }
+  if (fs::exists(fs::path(p.logs) / (r.run_id + ".failed"))) return RunState::failed;
+  if (fs::exists(fs::path(p.checkpoints) / (r.run_id + ".h5"))) return RunState::interrupted;
+  return RunState::pending;
+}
+
+int run_local(const Suite& s, const std::string& results_dir, const LocalOptions& opt) {
+  const SuitePaths p = suite_paths(s, results_dir);
+  const auto configs = write_configs(s, p);
+  make_dir(p.logs);
+  const int cores = opt.cores > 0 ? opt.cores : static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<std::size_t> todo;
+  int skipped = 0;
+  for (std::size_t i = 0; i < s.runs.size(); ++i) {
+    const RunState st = run_state(s.runs[i], p);
+    if (st == RunState::done || st == RunState::diverged) {
+      ++skipped;
+      continue;
+    }
+    todo.push_back(i);
+  }
+  fmt::print("suite {}: {} runs, {} finished earlier, {} to run (jobs {}, {} cores)\n", s.name,
+             s.runs.size(), skipped, todo.size(), opt.jobs, cores);
+  if (opt.dry_run) {
+    for (auto i : todo) {
+      std::string line;
+      for (const auto& a : train_command(s.runs[i], configs[i], opt)) line += a + " ";
+      fmt::print("{}\n", line);
+    }
+    return 0;
+  }
+  struct Active {
+    std::size_t index;
+    int ranks;
+    Clock::time_point start;
+  };
+  std::map<pid_t, Active> active;
+  std::map<std::string, int> outcome;
+  std::size_t next = 0, finished = 0;
+  double busy_s = 0;
+  const auto t0 = Clock::now();
+  int used = 0;
+  while (next < todo.size() || !active.empty()) {
+    // start what fits: at most `jobs` runs, at most `cores` ranks (one run always fits)
+    while (next < todo.size() && static_cast<int>(active.size()) < opt.jobs) {
+      const Run& r = s.runs[todo[next]];
+      if (!active.empty() && used + r.ranks > cores) break;
+      const std::string log = (fs::path(p.logs) / (r.run_id + ".log")).string();
+      fs::remove(fs::path(p.logs) / (r.run_id + ".failed"));
+      const pid_t pid = spawn(train_command(r, configs[todo[next]], opt), log);
+      active[pid] = {todo[next], r.ranks, Clock::now()};
+      used += r.ranks;
+      ++next;
+      fmt::print("[{}/{}] started {} ({} rank{})\n", next, todo.size(), r.run_id, r.ranks,
+                 r.ranks == 1 ? "" : "s");
+      std::fflush(stdout);
+    }
+    int wstatus = 0;
+    const pid_t pid = waitpid(-1, &wstatus, 0);
+    if (pid < 0) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
+    auto it = active.find(pid);
+    if (it == active.end()) continue;
+    const Active a = it->second;
+    active.erase(it);
+    used -= a.ranks;
+    ++finished;
+    const double took = std::chrono::duration<double>(Clock::now() - a.start).count();
+    busy_s += took;
+    const Run& r = s.runs[a.index];
+    const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    std::string state;
+    if (code != 0) {
+      write_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), fmt::format("{}\n", code));
+      state = "failed";
+    } else {
+      state = to_string(run_state(r, p));
+    }
+    outcome[state] += 1;
+    const double mean = busy_s / static_cast<double>(finished);
+    const double eta = mean * static_cast<double>(todo.size() - finished) / std::max(1, opt.jobs);
+    fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished, todo.size(), r.run_id,
+               state, fmt_duration(took),
+               fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
+               fmt_duration(eta),
+               code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p.logs, r.run_id) : "");
+    std::fflush(stdout);
+  }
+  fmt::print("suite {}: {} completed, {} diverged, {} failed, {} finished earlier\n", s.name,
+             outcome["completed"], outcome["diverged"], outcome["failed"], skipped);
+  return outcome["failed"];
+}
+
+int status(const Suite& s, const std::string& results_dir) {
+  const SuitePaths p = suite_paths(s, results_dir);
+  // Slurm's view, when it is there: array job name + task id -> state; the
+  // run lists written by submit map task ids to runs.
+  std::map<std::string, std::string> slurm;  // run id -> state
+  std::map<std::string, std::vector<std::string>> lists;  // job name -> run ids by task
+  if (fs::exists(p.slurm))
+    for (const auto& e : fs::directory_iterator(p.slurm)) {
+      if (e.path().extension() != ".runs") continue;
+      std::ifstream in(e.path());
+      std::string line;
+      auto& ids = lists[e.path().stem().string()];
+      while (std::getline(in, line)) ids.push_back(fs::path(line).stem().string());
+    }
+  if (!lists.empty())
+    if (FILE* q = popen("squeue -h -o '%j %K %T' 2>/dev/null", "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, q)) {
+        char job[256] = {}, task[64] = {}, state[64] = {};
+        if (std::sscanf(buf, "%255s %63s %63s", job, task, state) != 3) continue;
+        auto it = lists.find(job);
+        if (it == lists.end()) continue;
+        const std::string t = task;
+        if (t.find_first_not_of("0123456789") != std::string::npos) {  // pending range "[0-7]"
+          for (const auto& id : it->second) slurm.emplace(id, state);
+          continue;
+        }
+        const auto k = static_cast<std::size_t>(std::stoul(t));
+        if (k < it->second.size()) slurm[it->second[k]] = state;
+      }
+      pclose(q);
+    }
+  std::map<std::string, int> count;
+  for (const auto& r : s.runs) {
+    const RunState st = run_state(r, p);
+    std::string shown = to_string(st);
+    if (auto it = slurm.find(r.run_id); it != slurm.end() && st != RunState::done &&
+                                        st != RunState::diverged)
+      shown = "slurm:" + it->second;
+    count[shown] += 1;
+    fmt::print("{:<12} {}\n", shown, r.run_id);
+  }
+  std::string line;
+  for (const auto& [k, v] : count) line += fmt::format("{} {}, ", v, k);
+  if (!line.empty()) line.resize(line.size() - 2);
+  fmt::print("suite {}: {} runs: {}\n", s.name, s.runs.size(), line);
+  return count["failed"];
+}
+
+}  // namespace asgd::sweep

@@ -1,0 +1,790 @@
+// Reports over hand-made results files: speedup, intervals, convergence,
+// diverged and unreadable runs, compare (folders and Google Benchmark JSON),
+// validate, and 1,000 files in one report.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "io/results.hpp"
+#include "report/report.hpp"
+#include "report/stats.hpp"
+
+namespace fs = std::filesystem;
+using asgd::io::RunResult;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kT1 = 12.7062047;  // t_{0.975, 1}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_text(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << s;
+}
+
+// A fresh folder under the system temp folder, removed at the end of the test
+// unless ASGD_REPORT_TEST_KEEP is set (then it stays for inspection and its
+// path is printed).
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() / ("asgd_test_report_" + tag + "_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    if (std::getenv("ASGD_REPORT_TEST_KEEP")) {
+      std::printf("kept %s\n", path_.c_str());
+      return;
+    }
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Minimal CSV reader (quoted fields with "" escapes): rows as header -> cell.
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& p) {
+  const std::string s = read_text(p);
+  std::vector<std::vector<std::string>> rows(1);
+  std::string cell;
+  bool quoted = false;
+  rows.back().clear();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < s.size() && s[i + 1] == '"') cell += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cell += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(cell), cell.clear();
+    } else if (c == '\n') {
+      rows.back().push_back(cell), cell.clear();
+      rows.emplace_back();
+    } else {
+      cell += c;
+    }
+  }
+  if (rows.back().empty()) rows.pop_back();
+  std::vector<std::map<std::string, std::string>> out;
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    EXPECT_EQ(rows[r].size(), rows[0].size()) << p << " row " << r;
+    std::map<std::string, std::string> m;
+    for (std::size_t c = 0; c < rows[0].size() && c < rows[r].size(); ++c) m[rows[0][c]] = rows[r][c];
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Rows whose column `col` equals `value`.
+std::vector<std::map<std::string, std::string>> where(const std::vector<std::map<std::string, std::string>>& rows,
+                                                      const std::map<std::string, std::string>& match) {
+  std::vector<std::map<std::string, std::string>> out;
+  for (const auto& r : rows) {
+    bool ok = true;
+    for (const auto& [k, v] : match) ok = ok && r.count(k) && r.at(k) == v;
+    if (ok) out.push_back(r);
+  }
+  return out;
+}
+
+double as_double(const std::string& s) {
+  EXPECT_FALSE(s.empty());
+  return std::stod(s);
+}
+
+struct Spec {
+  std::string run_id;
+  std::string suite = "s1", model = "lenet", protocol = "hardsync", lr_policy = "constant";
+  std::string status = "completed", mode = "real";
+  int learners = 1, n = 1, n_sync = 1, batch = 64;
+  std::uint64_t seed = 1;
+  double samples_per_s = 100, time_to_target_s = kNaN, final_error = 0.2, best_error = 0.2;
+};
+
+RunResult make_run(const Spec& s) {
+  RunResult r;
+  r.run_id = s.run_id;
+  r.suite = s.suite;
+  r.model = s.model;
+  r.protocol = s.protocol;
+  r.status = s.status;
+  r.mode = s.mode;
+  r.git_commit = "test";
+  r.host = "testhost";
+  json cfg = {{"model", s.model},
+              {"dataset", {{"kind", "synthetic"}, {"seed", 1}}},
+              {"batch", s.batch},
+              {"lr", 0.01},
+              {"seed", s.seed},
+              {"threads", 1},
+              {"results_dir", "/somewhere/" + s.run_id},
+              {"suite", s.suite},
+              {"run_id", s.run_id},
+              {"learners", s.learners},
+              {"servers", 1},
+              {"protocol", s.protocol},
+              {"softsync_n", s.n},
+              {"n_sync", s.n_sync},
+              {"lr_policy", s.lr_policy},
+              {"virtual", s.mode == "virtual"}};
+  r.config_json = cfg.dump();
+  for (int i = 0; i < 10; ++i) {
+    r.updates.push_back({i + 1, 0.5 * (i + 1), s.learners, s.learners > 1 ? 1.0 : 0.0, 0.01, 1.0 - 0.05 * i,
+                         0.5 - 0.02 * i, 64L * s.learners});
+  }
+  const bool diverged = s.status == "diverged";
+  r.evals = {{0.5, 5, 2.5, 1.0, 0.5, 0.1}, {1.0, 10, 5.0, diverged ? kNaN : 0.6, diverged ? kNaN : s.final_error, 0.1}};
+  if (s.learners > 1) r.staleness_histogram = {5, 3, 2};
+  for (int l = 0; l < s.learners; ++l) r.learners.push_back({l, 1.0, 0.1, 0.01, 0.01, 10 / s.learners, 640 / s.learners});
+  r.summary.target_error = 0.25;
+  r.summary.time_to_target_s = s.time_to_target_s;
+  r.summary.final_test_error = diverged ? kNaN : s.final_error;
+  r.summary.best_test_error = diverged ? kNaN : s.best_error;
+  r.summary.samples_per_s = s.samples_per_s;
+  r.summary.updates = 10;
+  r.summary.epochs = 1.0;
+  r.summary.train_time_s = 5.0;
+  return r;
+}
+
+void write_run(const fs::path& dir, const Spec& s) {
+  fs::create_directories(dir);
+  asgd::io::write_results((dir / (s.run_id + ".h5")).string(), make_run(s));
+}
+
+std::string source_dir() {
+  const char* env = std::getenv("ASGD_SOURCE_DIR");
+  return env ? env : ".";
+}
+
+// The suite of most tests: two seeds of hardsync L=1 (the baselines), softsync
+// and hardsync L=2, a diverged configuration, a model without a 1-learner run
+// and a single-seed configuration.
+void write_suite(const fs::path& suite_dir, const std::string& suite = "s1") {
+  const fs::path runs = suite_dir / "runs";
+  auto spec = [&](std::string id, std::string protocol, int learners, std::uint64_t seed) {
+    Spec s;
+    s.run_id = std::move(id);
+    s.suite = suite;
+    s.protocol = std::move(protocol);
+    s.learners = learners;
+    s.seed = seed;
+    return s;
+  };
+  Spec a1 = spec("a-hs-L1-s1", "hardsync", 1, 1), a2 = spec("a-hs-L1-s2", "hardsync", 1, 2);
+  a1.samples_per_s = 100, a1.time_to_target_s = 100, a1.final_error = 0.20, a1.best_error = 0.19;
+  a2.samples_per_s = 110, a2.time_to_target_s = 120, a2.final_error = 0.22, a2.best_error = 0.21;
+  Spec b1 = spec("b-ss-L2-s1", "softsync", 2, 1), b2 = spec("b-ss-L2-s2", "softsync", 2, 2);
+  b1.samples_per_s = 180, b1.time_to_target_s = 60, b1.final_error = 0.19, b1.best_error = 0.18;
+  b2.samples_per_s = 209, b2.time_to_target_s = 50, b2.final_error = 0.21, b2.best_error = 0.20;
+  Spec c1 = spec("c-hs-L2-s1", "hardsync", 2, 1), c2 = spec("c-hs-L2-s2", "hardsync", 2, 2);
+  c1.samples_per_s = 190, c1.time_to_target_s = 40, c1.final_error = 0.18;
+  c2.samples_per_s = 220, c2.time_to_target_s = kNaN, c2.final_error = 0.20;  // target not reached
+  Spec d1 = spec("d-ss-L2-n2-s1", "softsync", 2, 1), d2 = spec("d-ss-L2-n2-s2", "softsync", 2, 2);
+  d1.n = d2.n = 2;
+  d1.status = d2.status = "diverged";
+  Spec e1 = spec("e-other-L4-s1", "softsync", 4, 1);
+  e1.model = "othernet";
+  e1.samples_per_s = 300;
+  Spec f1 = spec("f-ss-L4-s1", "softsync", 4, 1);
+  f1.samples_per_s = 350, f1.time_to_target_s = 25, f1.final_error = 0.17;
+  for (const Spec& s : {a1, a2, b1, b2, c1, c2, d1, d2, e1, f1}) write_run(runs, s);
+}
+
+// ---------------------------------------------------------------- statistics
+
+TEST(ReportStats, TQuantilesAndInterval) {
+  EXPECT_DOUBLE_EQ(asgd::report::t_quantile_975(1), kT1);
+  EXPECT_DOUBLE_EQ(asgd::report::t_quantile_975(30), 2.04227246);
+  EXPECT_DOUBLE_EQ(asgd::report::t_quantile_975(31), 1.95996398);
+  const auto iv = asgd::report::mean_ci95({2.0, 4.0});
+  EXPECT_DOUBLE_EQ(iv.mean, 3.0);
+  // s = sqrt(2), half width = t * s / sqrt(2) = t
+  EXPECT_NEAR(iv.lo, 3.0 - kT1, 1e-12);
+  EXPECT_NEAR(iv.hi, 3.0 + kT1, 1e-12);
+  const auto one = asgd::report::mean_ci95({5.0});
+  EXPECT_EQ(one.n, 1);
+  EXPECT_EQ(one.mean, 5.0);
+  EXPECT_TRUE(std::isnan(one.lo));
+  // Five values: s = sqrt(2.5), half = 2.77644511 * sqrt(2.5) / sqrt(5)
+  const auto five = asgd::report::mean_ci95({1, 2, 3, 4, 5});
+  EXPECT_NEAR(five.hi - 3, 2.77644511 * std::sqrt(0.5), 1e-12);
+}
+
+TEST(ReportStats, MannWhitney) {
+  // Fully separated 5 vs 5: exact two-sided p = 2 / C(10, 5).
+  auto t = asgd::report::mann_whitney({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
+  EXPECT_TRUE(t.exact);
+  EXPECT_DOUBLE_EQ(t.u, 0);
+  EXPECT_NEAR(t.p, 2.0 / 252, 1e-15);
+  EXPECT_NEAR(t.min_p, 2.0 / 252, 1e-15);
+  // Interleaved: no evidence.
+  t = asgd::report::mann_whitney({1, 3, 5, 7, 9}, {2, 4, 6, 8, 10});
+  EXPECT_GT(t.p, 0.5);
+  // One sample each: the smallest attainable p is 1.
+  t = asgd::report::mann_whitney({1}, {2});
+  EXPECT_DOUBLE_EQ(t.min_p, 1.0);
+  // Ties: all equal -> p = 1.
+  t = asgd::report::mann_whitney({3, 3, 3}, {3, 3, 3});
+  EXPECT_DOUBLE_EQ(t.p, 1.0);
+  // Large samples: normal approximation, still clearly separated.
+  std::vector<double> a, b;
+  for (int i = 0; i < 40; ++i) a.push_back(i), b.push_back(i + 100);
+  t = asgd::report::mann_whitney(a, b);
+  EXPECT_FALSE(t.exact);
+  EXPECT_LT(t.p, 1e-10);
+}
+
+TEST(ReportStats, SmoothedTrainingError) {
+  std::vector<asgd::io::UpdateRecord> u;
+  auto row = [](std::int32_t gradients, double err) {
+    asgd::io::UpdateRecord r;
+    r.gradients = gradients;
+    r.train_error = err;
+    return r;
+  };
+  // 50 updates of 4 minibatches at 0.6, then 99 updates of 3 minibatches at 0.3.
+  for (int i = 0; i < 50; ++i) u.push_back(row(4, 0.6));
+  for (int i = 0; i < 99; ++i) u.push_back(row(3, 0.3));
+  // Window: 297 minibatches at 0.3, then 103 at 0.6 (25 whole rows and 3 of the 26th).
+  EXPECT_NEAR(asgd::report::smoothed_train_error(u), (297 * 0.3 + 103 * 0.6) / 400, 1e-15);
+  // Fewer than 400 minibatches: weighted mean of everything.
+  std::vector<asgd::io::UpdateRecord> few = {row(1, 0.1), row(3, 0.5)};
+  EXPECT_NEAR(asgd::report::smoothed_train_error(few), (0.1 + 3 * 0.5) / 4, 1e-15);
+  EXPECT_TRUE(std::isnan(asgd::report::smoothed_train_error({})));
+  EXPECT_DOUBLE_EQ(asgd::report::mean_staleness({5, 3, 2}, {}), (3 + 2 * 2) / 10.0);
+}
+
+// ---------------------------------------------------------------- write_report
+
+TEST(Report, SpeedupConvergenceAndDiverged) {
+  TempDir tmp("suite");
+  const fs::path suite = tmp.path() / "s1";
+  write_suite(suite);
+  // One run with the known smoothing series.
+  {
+    Spec s;
+    s.run_id = "g-smooth";
+    s.model = "smoothnet";
+    RunResult r = make_run(s);
+    r.updates.clear();
+    for (int i = 0; i < 50; ++i) r.updates.push_back({i, 0.1 * i, 4, 0, 0.01, 1, 0.6, 256});
+    for (int i = 0; i < 99; ++i) r.updates.push_back({50 + i, 5 + 0.1 * i, 3, 0, 0.01, 1, 0.3, 192});
+    asgd::io::write_results((suite / "runs" / "g-smooth.h5").string(), r);
+  }
+
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  EXPECT_EQ(asgd::report::write_report(opt), 11);
+  const fs::path out = suite / "report";
+  for (const char* f : {"runs.csv", "speedup.csv", "convergence.csv", "staleness.csv", "report.md"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  }
+  for (const auto& e : fs::directory_iterator(out)) EXPECT_FALSE(contains(e.path().string(), ".tmp.")) << e.path();
+
+  const auto speedup = read_csv(out / "speedup.csv");
+  // Single seed, softsync L=4 against hardsync L=1 seed 1 (no softsync 1-learner run): 350/100.
+  auto f = where(speedup, {{"protocol", "softsync"}, {"learners", "4"}, {"model", "lenet"}});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["throughput_speedup_mean"], "3.5");
+  EXPECT_EQ(f[0]["throughput_speedup_n"], "1");
+  EXPECT_EQ(f[0]["throughput_speedup_ci_low"], "");
+  EXPECT_EQ(f[0]["time_to_target_speedup_mean"], "4");  // 100 / 25
+  EXPECT_EQ(f[0]["baseline"], "a-hs-L1-s1");
+
+  // Two seeds of softsync L=2: throughput 180/100 and 209/110, time to target 100/60 and 120/50.
+  auto b = where(speedup, {{"protocol", "softsync"}, {"learners", "2"}, {"n", "1"}});
+  ASSERT_EQ(b.size(), 1u);
+  {
+    const double x1 = 180.0 / 100, x2 = 209.0 / 110;
+    EXPECT_NEAR(as_double(b[0]["throughput_speedup_mean"]), (x1 + x2) / 2, 1e-12);
+    EXPECT_NEAR(as_double(b[0]["throughput_speedup_ci_low"]), (x1 + x2) / 2 - kT1 * std::fabs(x1 - x2) / 2, 1e-9);
+    EXPECT_NEAR(as_double(b[0]["throughput_speedup_ci_high"]), (x1 + x2) / 2 + kT1 * std::fabs(x1 - x2) / 2, 1e-9);
+    const double t1 = 100.0 / 60, t2 = 120.0 / 50;
+    EXPECT_NEAR(as_double(b[0]["time_to_target_speedup_mean"]), (t1 + t2) / 2, 1e-12);
+    EXPECT_NEAR(as_double(b[0]["time_to_target_speedup_ci_low"]), (t1 + t2) / 2 - kT1 * std::fabs(t1 - t2) / 2, 1e-9);
+    EXPECT_NEAR(as_double(b[0]["time_to_target_speedup_ci_high"]), (t1 + t2) / 2 + kT1 * std::fabs(t1 - t2) / 2, 1e-9);
+    EXPECT_EQ(b[0]["time_to_target_speedup_n"], "2");
+  }
+  // Hardsync L=2: seed 2 did not reach the target -> time-to-target from seed 1 only.
+  auto c = where(speedup, {{"protocol", "hardsync"}, {"learners", "2"}});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]["time_to_target_speedup_mean"], "2.5");
+  EXPECT_EQ(c[0]["time_to_target_speedup_n"], "1");
+  EXPECT_EQ(c[0]["throughput_speedup_n"], "2");
+  // The 1-learner configuration against itself.
+  auto a = where(speedup, {{"protocol", "hardsync"}, {"learners", "1"}, {"model", "lenet"}});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["throughput_speedup_mean"], "1");
+  EXPECT_EQ(a[0]["throughput_speedup_ci_low"], "1");
+  // Diverged configuration: "diverged" in every speedup cell.
+  auto d = where(speedup, {{"protocol", "softsync"}, {"n", "2"}});
+  ASSERT_EQ(d.size(), 1u);
+  for (const char* col : {"time_to_target_speedup_mean", "time_to_target_speedup_ci_low",
+                          "time_to_target_speedup_ci_high", "throughput_speedup_mean", "throughput_speedup_ci_low",
+                          "throughput_speedup_ci_high"}) {
+    EXPECT_EQ(d[0][col], "diverged") << col;
+  }
+  EXPECT_EQ(d[0]["diverged"], "2");
+  // No 1-learner run of that model: speedup empty, with a note.
+  auto e = where(speedup, {{"model", "othernet"}});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0]["throughput_speedup_mean"], "");
+  EXPECT_EQ(e[0]["time_to_target_speedup_mean"], "");
+  EXPECT_TRUE(contains(e[0]["note"], "no 1-learner baseline"));
+
+  const auto conv = read_csv(out / "convergence.csv");
+  auto cb = where(conv, {{"protocol", "softsync"}, {"learners", "2"}, {"n", "1"}});
+  ASSERT_EQ(cb.size(), 1u);
+  EXPECT_NEAR(as_double(cb[0]["final_test_error_mean"]), 0.20, 1e-12);
+  EXPECT_NEAR(as_double(cb[0]["final_test_error_ci_low"]), 0.20 - kT1 * 0.01, 1e-9);
+  EXPECT_NEAR(as_double(cb[0]["best_test_error_mean"]), 0.19, 1e-12);
+  EXPECT_NEAR(as_double(cb[0]["gap_to_hardsync"]), 0.20 - 0.19, 1e-12);  // hardsync L=2: mean of 0.18, 0.20
+  EXPECT_NEAR(as_double(cb[0]["mean_tau"]), 0.7, 1e-12);                 // histogram {5, 3, 2}
+  auto cd = where(conv, {{"protocol", "softsync"}, {"n", "2"}});
+  ASSERT_EQ(cd.size(), 1u);
+  for (const char* col : {"final_test_error_mean", "final_test_error_ci_low", "best_test_error_mean",
+                          "gap_to_hardsync", "smoothed_train_error_mean"}) {
+    EXPECT_EQ(cd[0][col], "diverged") << col;
+  }
+  auto ca = where(conv, {{"protocol", "hardsync"}, {"learners", "1"}, {"model", "lenet"}});
+  ASSERT_EQ(ca.size(), 1u);
+  EXPECT_EQ(ca[0]["gap_to_hardsync"], "0");
+
+  const auto runs = read_csv(out / "runs.csv");
+  ASSERT_EQ(runs.size(), 11u);
+  auto g = where(runs, {{"run_id", "g-smooth"}});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_NEAR(as_double(g[0]["smoothed_train_error"]), (297 * 0.3 + 103 * 0.6) / 400, 1e-12);
+  for (const auto& r : where(runs, {{"status", "diverged"}})) {
+    for (const char* col : {"final_test_error", "best_test_error", "time_to_target_s", "smoothed_train_error"}) {
+      EXPECT_EQ(r.at(col), "diverged") << col;
+    }
+  }
+  EXPECT_EQ(where(runs, {{"status", "diverged"}}).size(), 2u);
+  auto b1 = where(runs, {{"run_id", "b-ss-L2-s1"}});
+  ASSERT_EQ(b1.size(), 1u);
+  EXPECT_EQ(b1[0]["samples_per_s"], "180");
+  EXPECT_EQ(b1[0]["seed"], "1");
+  EXPECT_EQ(b1[0]["mode"], "real");
+  EXPECT_EQ(b1[0]["final_test_error"], "0.19");
+
+  const auto stale = read_csv(out / "staleness.csv");
+  auto st = where(stale, {{"run_id", "b-ss-L2-s1"}, {"kind", "tau"}});
+  ASSERT_EQ(st.size(), 3u);
+  EXPECT_EQ(st[1]["tau"], "1");
+  EXPECT_EQ(st[1]["count"], "3");
+  EXPECT_EQ(where(stale, {{"run_id", "b-ss-L2-s1"}, {"kind", "learner"}}).size(), 2u);
+
+  const std::string md = read_text(out / "report.md");
+  EXPECT_TRUE(contains(md, "# Report: s1"));
+  EXPECT_TRUE(contains(md, "| 11 | 9 | 2 | 0 |"));  // runs, completed, diverged, failed
+  EXPECT_TRUE(contains(md, "(n=1)"));
+  EXPECT_TRUE(contains(md, "diverged"));
+  EXPECT_TRUE(contains(md, "[speedup.csv](speedup.csv)"));
+  EXPECT_FALSE(contains(md, "Beside the paper"));
+}
+
+TEST(Report, BaselineDivergedAndMixedSeeds) {
+  TempDir tmp("mixed");
+  const fs::path runs = tmp.path() / "m" / "runs";
+  // Model m2: the only 1-learner run diverged -> the L=2 speedup reads "diverged".
+  Spec base{.run_id = "m2-L1", .model = "m2", .status = "diverged"};
+  Spec l2{.run_id = "m2-L2", .model = "m2", .protocol = "softsync", .learners = 2, .samples_per_s = 150};
+  // Model m3: two seeds at L=2, one diverged -> numbers from the other, with a note.
+  Spec m3b1{.run_id = "m3-L1-s1", .model = "m3", .samples_per_s = 100, .time_to_target_s = 10};
+  Spec m3b2{.run_id = "m3-L1-s2", .model = "m3", .seed = 2, .samples_per_s = 100, .time_to_target_s = 10};
+  Spec m3a{.run_id = "m3-L2-s1", .model = "m3", .protocol = "softsync", .learners = 2, .seed = 1,
+           .samples_per_s = 150, .time_to_target_s = 8, .final_error = 0.3};
+  Spec m3d{.run_id = "m3-L2-s2", .model = "m3", .protocol = "softsync", .status = "diverged", .learners = 2,
+           .seed = 2};
+  for (const Spec& s : {base, l2, m3b1, m3b2, m3a, m3d}) write_run(runs, s);
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = (tmp.path() / "m").string();
+  opt.quiet = true;
+  EXPECT_EQ(asgd::report::write_report(opt), 6);
+  const auto speedup = read_csv(tmp.path() / "m" / "report" / "speedup.csv");
+  auto m2 = where(speedup, {{"model", "m2"}, {"learners", "2"}});
+  ASSERT_EQ(m2.size(), 1u);
+  EXPECT_EQ(m2[0]["throughput_speedup_mean"], "diverged");
+  EXPECT_EQ(m2[0]["time_to_target_speedup_mean"], "diverged");
+  EXPECT_TRUE(contains(m2[0]["note"], "baseline diverged")) << m2[0]["note"];
+  auto m3 = where(speedup, {{"model", "m3"}, {"learners", "2"}});
+  ASSERT_EQ(m3.size(), 1u);
+  EXPECT_EQ(m3[0]["throughput_speedup_mean"], "1.5");
+  EXPECT_EQ(m3[0]["throughput_speedup_n"], "1");
+  EXPECT_EQ(m3[0]["time_to_target_speedup_mean"], "1.25");
+  EXPECT_EQ(m3[0]["diverged"], "1");
+  EXPECT_TRUE(contains(m3[0]["note"], "1 of 2 seeds diverged")) << m3[0]["note"];
+  const auto conv = read_csv(tmp.path() / "m" / "report" / "convergence.csv");
+  auto c3 = where(conv, {{"model", "m3"}, {"learners", "2"}});
+  ASSERT_EQ(c3.size(), 1u);
+  EXPECT_EQ(c3[0]["final_test_error_mean"], "0.3");
+  EXPECT_EQ(c3[0]["final_test_error_n"], "1");
+}
+
+TEST(Report, UnreadableFilesAreListedNotFatal) {
+  TempDir tmp("bad");
+  const fs::path suite = tmp.path() / "bad";
+  write_suite(suite);
+  const fs::path runs = suite / "runs";
+  // Random bytes, a truncated copy of a good file, a checkpoint, a newer schema.
+  std::mt19937 rng(7);
+  std::string noise(4096, '\0');
+  for (auto& ch : noise) ch = static_cast<char>(rng());
+  write_text(runs / "x1-noise.h5", noise);
+  const std::string good = read_text(runs / "a-hs-L1-s1.h5");
+  write_text(runs / "x2-truncated.h5", good.substr(0, good.size() / 2));
+  asgd::io::Checkpoint ck;
+  ck.run_id = "ck";
+  ck.model = "lenet";
+  ck.config_hash = "h";
+  ck.n_params = 4;
+  ck.weights = {1, 2, 3, 4};
+  ck.momentum = {0, 0, 0, 0};
+  ck.cursors = {{0, 0}};
+  ck.rng_state = {1};
+  ck.progress = make_run(Spec{.run_id = "ck"});
+  asgd::io::write_checkpoint((runs / "x3-checkpoint.h5").string(), ck);
+  RunResult newer = make_run(Spec{.run_id = "x4"});
+  newer.schema_version = 2;
+  asgd::io::write_results((runs / "x4-newer.h5").string(), newer);
+
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  EXPECT_EQ(asgd::report::write_report(opt), 14);
+  const auto rows = read_csv(suite / "report" / "runs.csv");
+  const auto bad = where(rows, {{"status", "unreadable"}});
+  ASSERT_EQ(bad.size(), 4u);
+  for (const auto& r : bad) {
+    EXPECT_FALSE(r.at("error").empty());
+    EXPECT_EQ(r.at("final_test_error"), "failed");
+  }
+  EXPECT_TRUE(contains(where(rows, {{"run_id", "x1-noise"}})[0]["error"], "not a readable HDF5 file"));
+  EXPECT_TRUE(contains(where(rows, {{"run_id", "x3-checkpoint"}})[0]["error"], "checkpoint"));
+  EXPECT_TRUE(contains(where(rows, {{"run_id", "x4-newer"}})[0]["error"], "schema version 2"));
+  const std::string md = read_text(suite / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "## Unreadable files"));
+  EXPECT_TRUE(contains(md, "(4 unreadable)"));
+
+  // validate: one line each, the file named once, the count of invalid ones returned.
+  std::vector<std::string> files = {(runs / "a-hs-L1-s1.h5").string(), (runs / "x1-noise.h5").string(),
+                                    (runs / "x2-truncated.h5").string(), (runs / "x3-checkpoint.h5").string(),
+                                    (runs / "x4-newer.h5").string(), (runs / "missing.h5").string()};
+  testing::internal::CaptureStdout();
+  const int invalid = asgd::report::validate(files);
+  const std::string text = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(invalid, 5);
+  EXPECT_TRUE(contains(text, "ok " + files[0] + " (completed, 10 updates)\n")) << text;
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    EXPECT_TRUE(contains(text, "\n" + files[i] + ": ")) << text;
+    EXPECT_FALSE(contains(text, files[i] + ": " + files[i])) << text;
+  }
+  std::printf("%s", text.c_str());
+}
+
+TEST(Report, BadFolders) {
+  TempDir tmp("folders");
+  asgd::report::ReportOptions opt;
+  opt.quiet = true;
+  opt.suite_dir = (tmp.path() / "nope").string();
+  EXPECT_THROW(asgd::report::write_report(opt), asgd::Error);
+  opt.suite_dir = tmp.path().string();  // no runs/
+  EXPECT_THROW(asgd::report::write_report(opt), asgd::Error);
+  fs::create_directories(tmp.path() / "runs");
+  EXPECT_EQ(asgd::report::write_report(opt), 0);  // empty suite: a report saying so
+  EXPECT_TRUE(contains(read_text(tmp.path() / "report" / "report.md"), "No results files"));
+}
+
+TEST(Report, PlotScriptFailureIsNoted) {
+  TempDir tmp("plotfail");
+  const fs::path suite = tmp.path() / "s1";
+  write_suite(suite);
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  opt.plot_script = (tmp.path() / "no_such_script.py").string();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(asgd::report::write_report(opt), 10);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(err, "warning: plot script failed")) << err;
+  EXPECT_TRUE(contains(read_text(suite / "report" / "report.md"), "The plot script failed"));
+  // A python that does not exist: same, no crash.
+  opt.python = (tmp.path() / "no-python").string();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(asgd::report::write_report(opt), 10);
+  EXPECT_TRUE(contains(testing::internal::GetCapturedStderr(), "warning: plot script failed"));
+}
+
+TEST(Report, PlotsAndPaperSection) {
+  // Plots need /usr/bin/python3 with matplotlib and h5py; without them the
+  // report notes the failure, which the test accepts.
+  TempDir tmp("paper");
+  const fs::path suite = tmp.path() / "zhang2015-mini";
+  write_suite(suite, "zhang2015-mini");
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  opt.reference_dir = source_dir() + "/results/reference";
+  opt.plot_script = source_dir() + "/tools/plot_report.py";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(asgd::report::write_report(opt), 10);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string md = read_text(suite / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "## Beside the paper: Zhang et al. 2015 (arXiv 1511.05950)")) << md;
+  EXPECT_TRUE(contains(md, "paper: about 18% (CIFAR10)"));
+  EXPECT_TRUE(contains(md, "ours: final test error"));
+  EXPECT_TRUE(contains(md, "ours: 2 of 2 seeds diverged") || contains(md, "no matching configuration"));
+  EXPECT_TRUE(contains(md, "synthetic"));  // our data set, stated
+  if (contains(md, "The plot script failed")) {
+    std::printf("plots not made here: %s\n", err.c_str());
+  } else {
+    for (const char* f : {"error_vs_time.png", "error_vs_epochs.png", "speedup.png", "staleness.png"}) {
+      EXPECT_TRUE(fs::exists(suite / "report" / f)) << f;
+      EXPECT_TRUE(contains(md, std::string("](") + f + ")")) << f;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- compare
+
+void write_reps(const fs::path& dir, const std::vector<double>& samples_per_s, double final_error = 0.2,
+                const std::string& protocol = "softsync") {
+  for (std::size_t i = 0; i < samples_per_s.size(); ++i) {
+    Spec s;
+    s.run_id = protocol + "-rep" + std::to_string(i);
+    s.protocol = protocol;
+    s.learners = 2;
+    s.seed = i + 1;
+    s.samples_per_s = samples_per_s[i];
+    s.final_error = final_error;
+    write_run(dir / "runs", s);
+  }
+}
+
+std::vector<double> normal_samples(double mean, double sd, int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(mean, sd);
+  std::vector<double> x;
+  for (int i = 0; i < n; ++i) x.push_back(d(rng));
+  return x;
+}
+
+int run_compare(const fs::path& a, const fs::path& b, std::string* out = nullptr,
+                asgd::report::CompareOptions opt = {}) {
+  testing::internal::CaptureStdout();
+  int rc = -1;
+  try {
+    rc = asgd::report::compare(a.string(), b.string(), opt);
+  } catch (...) {
+    testing::internal::GetCapturedStdout();
+    throw;
+  }
+  const std::string text = testing::internal::GetCapturedStdout();
+  std::printf("%s", text.c_str());
+  if (out) *out = text;
+  return rc;
+}
+
+TEST(Compare, FoldersThroughputDropAndNoise) {
+  TempDir tmp("cmp");
+  write_reps(tmp.path() / "base", normal_samples(100, 2, 5, 1));
+  write_reps(tmp.path() / "same", normal_samples(100, 2, 5, 2));
+  write_reps(tmp.path() / "slow", normal_samples(80, 2, 5, 3));
+  std::string text;
+  EXPECT_EQ(run_compare(tmp.path() / "base", tmp.path() / "slow", &text), 1);
+  EXPECT_TRUE(contains(text, "REGRESSION"));
+  EXPECT_TRUE(contains(text, "0.00794"));  // exact p of fully separated 5 vs 5
+  EXPECT_EQ(run_compare(tmp.path() / "base", tmp.path() / "same", &text), 0);
+  EXPECT_FALSE(contains(text, "REGRESSION"));
+  // *.h5 directly in the folder works as well as runs/*.h5.
+  EXPECT_EQ(run_compare(tmp.path() / "base" / "runs", tmp.path() / "same" / "runs"), 0);
+}
+
+TEST(Compare, FoldersErrorBandSingleSamplesAndDivergence) {
+  TempDir tmp("cmp2");
+  write_reps(tmp.path() / "base", {100, 101, 99}, 0.20);
+  write_reps(tmp.path() / "worse", {100, 101, 99}, 0.22);
+  write_reps(tmp.path() / "inband", {100, 101, 99}, 0.205);
+  EXPECT_EQ(run_compare(tmp.path() / "base", tmp.path() / "worse"), 1);
+  EXPECT_EQ(run_compare(tmp.path() / "base", tmp.path() / "inband"), 0);
+  // One sample each: the threshold alone decides.
+  write_reps(tmp.path() / "one", {100});
+  write_reps(tmp.path() / "one_slow", {90});
+  write_reps(tmp.path() / "one_ok", {97});
+  EXPECT_EQ(run_compare(tmp.path() / "one", tmp.path() / "one_slow"), 1);
+  EXPECT_EQ(run_compare(tmp.path() / "one", tmp.path() / "one_ok"), 0);
+  // A configuration that now diverges is a regression.
+  write_reps(tmp.path() / "div", {100, 101, 99});
+  Spec s;
+  s.run_id = "softsync-rep2";
+  s.protocol = "softsync";
+  s.learners = 2;
+  s.seed = 3;
+  s.status = "diverged";
+  write_run(tmp.path() / "div" / "runs", s);
+  std::string text;
+  EXPECT_EQ(run_compare(tmp.path() / "base", tmp.path() / "div", &text), 1);
+  EXPECT_TRUE(contains(text, "diverged/failed runs"));
+  // Configurations only on one side are listed, not regressions.
+  write_reps(tmp.path() / "other", {100, 101, 99}, 0.2, "hardsync");
+  EXPECT_EQ(run_compare(tmp.path() / "base", tmp.path() / "other", &text), 0);
+  EXPECT_TRUE(contains(text, "missing in candidate"));
+  EXPECT_TRUE(contains(text, "new in candidate"));
+}
+
+json bench_doc(const std::map<std::string, std::vector<double>>& times, const std::string& unit = "ns",
+               const std::string& counter = "", bool aggregates = true) {
+  json doc = {{"context", {{"date", "2024-01-01"}, {"num_cpus", 2}}}, {"benchmarks", json::array()}};
+  for (const auto& [name, xs] : times) {
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      json b = {{"name", name},          {"run_name", name},   {"run_type", "iteration"},
+                {"repetitions", xs.size()}, {"repetition_index", i}, {"iterations", 1000},
+                {"real_time", counter.empty() ? xs[i] : 1.0}, {"cpu_time", 1.0}, {"time_unit", unit}};
+      if (!counter.empty()) b[counter] = xs[i];
+      doc["benchmarks"].push_back(b);
+    }
+    if (aggregates) {
+      for (const char* agg : {"mean", "median", "stddev"}) {
+        // Deliberately absurd values: aggregates must be ignored when iterations exist.
+        doc["benchmarks"].push_back({{"name", name + "_" + agg}, {"run_name", name}, {"run_type", "aggregate"},
+                                     {"aggregate_name", agg}, {"real_time", 1e9}, {"cpu_time", 1e9},
+                                     {"time_unit", unit}});
+      }
+    }
+  }
+  return doc;
+}
+
+TEST(Compare, GoogleBenchmarkJson) {
+  TempDir tmp("bench");
+  auto put = [&](const char* name, const json& doc) {
+    write_text(tmp.path() / name, doc.dump(2));
+    return tmp.path() / name;
+  };
+  const auto base = put("base.json", bench_doc({{"BM_gemm/64", {100, 101, 99, 100.5, 99.5}}, {"BM_conv", {50, 51, 49, 50, 50.5}}}));
+  const auto slow = put("slow.json", bench_doc({{"BM_gemm/64", {130, 131, 129, 130.5, 129.5}}, {"BM_conv", {50, 50.5, 49.5, 51, 49}}}));
+  const auto same = put("same.json", bench_doc({{"BM_gemm/64", {100.2, 100.8, 99.1, 100, 99.7}}, {"BM_conv", {50.1, 50.9, 49.2, 50, 50.4}}}));
+  std::string text;
+  EXPECT_EQ(run_compare(base, slow, &text), 1);
+  EXPECT_TRUE(contains(text, "BM_gemm/64 real_time"));
+  EXPECT_TRUE(contains(text, "+30.0%"));
+  EXPECT_EQ(run_compare(base, same, &text), 0);
+  // Units are converted: 0.1 us = 100 ns.
+  const auto us = put("us.json", bench_doc({{"BM_gemm/64", {0.1, 0.101, 0.099, 0.1005, 0.0995}}, {"BM_conv", {0.05, 0.051, 0.049, 0.05, 0.0505}}}, "us"));
+  EXPECT_EQ(run_compare(base, us), 0);
+  // A GFLOP/s counter is compared instead of time; lower is worse.
+  const auto fb = put("fb.json", bench_doc({{"BM_gemm/64", {10, 10.1, 9.9, 10, 10.05}}}, "ns", "GFLOP/s"));
+  const auto fslow = put("fslow.json", bench_doc({{"BM_gemm/64", {8, 8.1, 7.9, 8, 8.05}}}, "ns", "GFLOP/s"));
+  const auto ffast = put("ffast.json", bench_doc({{"BM_gemm/64", {12, 12.1, 11.9, 12, 12.05}}}, "ns", "GFLOP/s"));
+  EXPECT_EQ(run_compare(fb, fslow, &text), 1);
+  EXPECT_TRUE(contains(text, "GFLOP/s"));
+  EXPECT_EQ(run_compare(fb, ffast, &text), 0);
+  EXPECT_TRUE(contains(text, "improved"));
+  // Only aggregates: the median row stands for the benchmark.
+  json agg_only = {{"benchmarks",
+                    {{{"name", "BM_gemm/64_mean"}, {"run_name", "BM_gemm/64"}, {"run_type", "aggregate"},
+                      {"aggregate_name", "mean"}, {"real_time", 140}, {"time_unit", "ns"}},
+                     {{"name", "BM_gemm/64_median"}, {"run_name", "BM_gemm/64"}, {"run_type", "aggregate"},
+                      {"aggregate_name", "median"}, {"real_time", 101}, {"time_unit", "ns"}},
+                     {{"name", "BM_gemm/64_stddev"}, {"run_name", "BM_gemm/64"}, {"run_type", "aggregate"},
+                      {"aggregate_name", "stddev"}, {"real_time", 1}, {"time_unit", "ns"}}}}};
+  const auto aggs = put("aggs.json", agg_only);
+  EXPECT_EQ(run_compare(base, aggs, &text), 0);  // 101 vs median 100: within 5%
+  EXPECT_TRUE(contains(text, "missing in candidate"));  // BM_conv
+}
+
+TEST(Compare, BadInputs) {
+  TempDir tmp("cmpbad");
+  write_reps(tmp.path() / "base", {100});
+  write_text(tmp.path() / "foreign.json", R"({"results": []})");
+  write_text(tmp.path() / "notjson.json", "hello");
+  write_text(tmp.path() / "empty.json", R"({"benchmarks": []})");
+  fs::create_directories(tmp.path() / "emptydir");
+  auto message = [&](const fs::path& a, const fs::path& b) {
+    try {
+      run_compare(a, b);
+    } catch (const asgd::Error& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected asgd::Error for " << a << " " << b;
+    return std::string();
+  };
+  EXPECT_TRUE(contains(message(tmp.path() / "base", tmp.path() / "missing"), "no such file or folder"));
+  EXPECT_TRUE(contains(message(tmp.path() / "foreign.json", tmp.path() / "foreign.json"), "benchmarks"));
+  EXPECT_TRUE(contains(message(tmp.path() / "notjson.json", tmp.path() / "notjson.json"), "not valid JSON"));
+  EXPECT_TRUE(contains(message(tmp.path() / "empty.json", tmp.path() / "empty.json"), "no benchmarks"));
+  EXPECT_TRUE(contains(message(tmp.path() / "base", tmp.path() / "emptydir"), "no results files"));
+  write_text(tmp.path() / "bench.json", bench_doc({{"BM_a", {1, 2}}}).dump());
+  EXPECT_TRUE(contains(message(tmp.path() / "base", tmp.path() / "bench.json"), "like with like"));
+  EXPECT_TRUE(contains(message(tmp.path() / "base" / "runs" / "softsync-rep0.h5", tmp.path() / "base"), "HDF5 file"));
+}
+
+// ---------------------------------------------------------------- scale
+
+TEST(Report, ThousandRunFilesQuickly) {
+  TempDir tmp("scale");
+  const fs::path suite = tmp.path() / "big";
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) {
+    Spec s;
+    char id[32];
+    std::snprintf(id, sizeof id, "run-%04d", i);
+    s.run_id = id;
+    s.protocol = i % 3 == 0 ? "hardsync" : "softsync";
+    s.learners = 1 << (i % 5);
+    s.n = 1 + (i / 5) % 4;
+    s.seed = static_cast<std::uint64_t>(i / 60 + 1);
+    s.samples_per_s = 100.0 * s.learners * (0.8 + 0.001 * (i % 50));
+    s.time_to_target_s = 100.0 / s.learners;
+    s.status = i % 97 == 0 ? "diverged" : "completed";
+    write_run(suite / "runs", s);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  EXPECT_EQ(asgd::report::write_report(opt), 1000);
+  const auto t2 = std::chrono::steady_clock::now();
+  const double write_s = std::chrono::duration<double>(t1 - t0).count();
+  const double report_s = std::chrono::duration<double>(t2 - t1).count();
+  std::printf("1,000 run files: written in %.2f s, reported in %.2f s\n", write_s, report_s);
+  EXPECT_EQ(read_csv(suite / "report" / "runs.csv").size(), 1000u);
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(report_s, 10.0);
+#endif
+}
+
+}  // namespace

@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""PNG plots of one suite's results, run by `asgd report`.
+
+usage: plot_report.py SUITE_DIR OUT_DIR
+
+Reads SUITE_DIR/runs/*.h5 (layout: results/README.md) and OUT_DIR/speedup.csv
+(written by `asgd report` before it runs this script) and writes into OUT_DIR:
+
+  error_vs_time.png    test error (/evals) against training time, one line per run
+  error_vs_epochs.png  test error against epochs, one line per run
+  speedup.png          throughput and time-to-target speedup against learners, ideal line
+  staleness.png        staleness histogram per run (the first 12 runs)
+
+Lines are coloured per protocol; diverged runs are dashed and end in a cross
+(plotted as far as they got). Unreadable files are skipped with a warning.
+Needs matplotlib and h5py (Debian: python3-matplotlib python3-h5py).
+"""
+import csv
+import glob
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+MAX_HISTOGRAMS = 12
+SCHEMA_VERSION = 1  # results layout this script reads (results/README.md)
+
+
+def text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def load_run(path):
+    with h5py.File(path, "r") as f:
+        if "schema_version" not in f.attrs:
+            raise ValueError("not an asgd results file (no schema_version attribute)")
+        if "magic" in f.attrs:
+            raise ValueError("is an asgd checkpoint, not a results file")
+        if int(f.attrs["schema_version"]) > SCHEMA_VERSION:
+            raise ValueError(f"schema version {int(f.attrs['schema_version'])} is newer than this script "
+                             f"({SCHEMA_VERSION})")
+        attrs = {k: text(f.attrs[k]) for k in ("run_id", "status", "protocol", "model", "mode")}
+        try:
+            config = json.loads(text(f.attrs["config"]))
+        except (KeyError, ValueError):
+            config = {}
+        evals = {k: f["evals"][k][:] for k in ("epoch", "wall_s", "test_error")}
+        hist = f["staleness"]["histogram"][:]
+    attrs["learners"] = config.get("learners", "?") if isinstance(config, dict) else "?"
+    return {"file": path, **attrs, "evals": evals, "histogram": hist}
+
+
+def colours(runs):
+    protocols = sorted({r["protocol"] for r in runs})
+    cmap = plt.get_cmap("tab10")
+    return {p: cmap(i % 10) for i, p in enumerate(protocols)}
+
+
+def empty_figure(path, message):
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_errors(runs, out_dir, xkey, xlabel, name):
+    path = os.path.join(out_dir, name)
+    with_evals = [r for r in runs if len(r["evals"]["test_error"]) > 0]
+    if not with_evals:
+        empty_figure(path, "no test evaluations in any run")
+        return
+    colour = colours(runs)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    seen = set()
+    for r in with_evals:
+        x = np.asarray(r["evals"][xkey], dtype=float)
+        y = 100 * np.asarray(r["evals"]["test_error"], dtype=float)
+        keep = np.isfinite(x) & np.isfinite(y)  # a diverged run's last evaluations may be NaN
+        x, y = x[keep], y[keep]
+        if len(x) == 0:
+            continue
+        diverged = r["status"] == "diverged"
+        label = r["protocol"] if r["protocol"] not in seen else None
+        seen.add(r["protocol"])
+        ax.plot(x, y, color=colour[r["protocol"]], linestyle="--" if diverged else "-",
+                marker="o" if len(x) == 1 else None, linewidth=1.2, alpha=0.8, label=label)
+        if diverged:
+            ax.plot(x[-1:], y[-1:], marker="x", color=colour[r["protocol"]], markersize=9)
+    if any(r["status"] == "diverged" for r in with_evals):
+        ax.plot([], [], color="grey", linestyle="--", marker="x", label="diverged")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test error (%)")
+    ax.set_title(f"Test error, {len(with_evals)} run{'' if len(with_evals) == 1 else 's'}")
+    ax.grid(alpha=0.3)
+    ax.legend(title="protocol", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def number(cell):
+    try:
+        v = float(cell)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def plot_speedup(out_dir):
+    path = os.path.join(out_dir, "speedup.png")
+    csv_path = os.path.join(out_dir, "speedup.csv")
+    if not os.path.exists(csv_path):
+        empty_figure(path, "no speedup.csv")
+        return
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    series = {}
+    for row in rows:
+        label = row["protocol"]
+        if row.get("n") and row["protocol"] == "softsync":
+            label += f" n={row['n']}"
+        if row.get("n_sync") and row["protocol"] == "nsync":
+            label += f" n_sync={row['n_sync']}"
+        if row.get("lr_policy"):
+            label += f" {row['lr_policy']}"
+        label = f"{row['model']} {label}" if len({r['model'] for r in rows}) > 1 else label
+        series.setdefault(label, []).append(row)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    cmap = plt.get_cmap("tab10")
+    max_l = 1
+    plotted = 0
+    for i, (label, rs) in enumerate(sorted(series.items())):
+        rs = sorted(rs, key=lambda r: number(r["learners"]))
+        for kind, marker, style in (("throughput_speedup", "o", "-"), ("time_to_target_speedup", "s", ":")):
+            pts = [(number(r["learners"]), number(r[f"{kind}_mean"]),
+                    number(r[f"{kind}_ci_low"]), number(r[f"{kind}_ci_high"])) for r in rs]
+            pts = [p for p in pts if not math.isnan(p[0]) and not math.isnan(p[1])]
+            if not pts:
+                continue
+            x, y, lo, hi = (np.array(v) for v in zip(*pts))
+            yerr = np.vstack([np.where(np.isnan(lo), 0, y - lo), np.where(np.isnan(hi), 0, hi - y)])
+            ax.errorbar(x, y, yerr=yerr, color=cmap(i % 10), marker=marker, linestyle=style, capsize=3,
+                        label=f"{label} ({'throughput' if kind.startswith('throughput') else 'time to target'})")
+            max_l = max(max_l, x.max())
+            plotted += 1
+    if plotted == 0:
+        plt.close(fig)
+        empty_figure(path, "no speedup figures (no 1-learner baseline, or no completed runs)")
+        return
+    ideal = np.array([1, max_l])
+    ax.plot(ideal, ideal, color="black", linestyle="--", linewidth=1, label="ideal (speedup = L)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("learners L")
+    ax.set_ylabel("speedup over 1 learner")
+    ax.set_title("Speedup (mean and 95% interval over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_staleness(runs, out_dir):
+    path = os.path.join(out_dir, "staleness.png")
+    shown = runs[:MAX_HISTOGRAMS]
+    if not shown:
+        empty_figure(path, "no runs")
+        return
+    cols = min(4, len(shown))
+    rows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    colour = colours(runs)
+    for ax, r in zip(axes.flat, shown):
+        h = r["histogram"]
+        title = f"{r['run_id'][-28:]}\n{r['protocol']} L={r['learners']}"
+        if r["status"] != "completed":
+            title += f" ({r['status']})"
+        ax.set_title(title, fontsize="small")
+        if len(h) == 0 or h.sum() == 0:
+            ax.text(0.5, 0.5, "no staleness data", ha="center", va="center", transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        else:
+            ax.bar(np.arange(len(h)), h, color=colour[r["protocol"]], width=0.9)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("tau", fontsize="small")
+        ax.set_ylabel("gradients", fontsize="small")
+        ax.tick_params(labelsize="x-small")
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    if len(runs) > MAX_HISTOGRAMS:
+        fig.suptitle(f"Staleness histograms (first {MAX_HISTOGRAMS} of {len(runs)} runs)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    suite_dir, out_dir = argv[1], argv[2]
+    os.makedirs(out_dir, exist_ok=True)
+    runs = []
+    for path in sorted(glob.glob(os.path.join(suite_dir, "runs", "*.h5"))):
+        try:
+            runs.append(load_run(path))
+        except Exception as e:  # noqa: BLE001 - a bad file must not stop the plots
+            print(f"warning: {path}: {e} (skipped)", file=sys.stderr)
+    plot_errors(runs, out_dir, "wall_s", "training time (s)", "error_vs_time.png")
+    plot_errors(runs, out_dir, "epoch", "epochs", "error_vs_epochs.png")
+    plot_speedup(out_dir)
+    plot_staleness(runs, out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
