@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds with warnings as errors and runs every test
-# (unit, MPI, command line); then builds the AddressSanitizer preset and runs
+# (unit, MPI, virtual learners, command line, a real one-node Slurm); then builds the AddressSanitizer preset and runs
 # the unit tests under it. This is what CI runs (.ci/run).
 #   tools/test.sh            all of it
 #   tools/test.sh --no-asan  skip the sanitizer build
@@ -16,7 +16,7 @@ for arg in "$@"; do
   esac
 done
 
-tools/setup.sh
+tools/setup.sh --slurm
 jobs=$(nproc)
 export OPENBLAS_NUM_THREADS=1
 

@@ -363,6 +363,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   std::int64_t samples = 0;
   for (const auto& u : res.updates) samples += u.samples;
   res.learners = {{0, train_s, 0, 0, 0, clock, samples}};
+  res.staleness_histogram = {clock};  // one learner: every gradient is fresh (tau = 0)
   res.summary.train_time_s = train_s;
   res.summary.epochs = static_cast<double>(clock) / static_cast<double>(bpe);
   summarise(res, cfg.target_error);
