@@ -119,6 +119,15 @@ void add_bias(const View2<Space>& y, const View1<Space>& b) {
       });
 }
 
+// The outputs whose window covers input position p (padded coordinates):
+// o with o*stride <= p <= o*stride + k - 1, clipped to [0, n_out).
+struct OutRange {
+  index_t lo, hi;  // inclusive; empty when lo > hi
+};
+KOKKOS_INLINE_FUNCTION OutRange covering(index_t p, index_t k, index_t stride, index_t n_out) {
+  return {p >= k ? (p - k) / stride + 1 : 0, p / stride < n_out - 1 ? p / stride : n_out - 1};
+}
+
 // db[F] += column sums of dy[R, F], as a GEMM with a ones vector so the
 // vendor BLAS does the reduction (KokkosBlas' own gemv on LayoutRight is slow).
 template <class Space>
@@ -234,13 +243,11 @@ void col2im(const Window& g, const View1<Space>& dcol, const View1<Space>& dx) {
         for (index_t ch = 0; ch < q.c; ++ch) out[ch] = real_t(0);
         const index_t py = iy + q.pad, px = ix + q.pad;
         // output rows oy with oy*stride <= py <= oy*stride + kh - 1
-        const index_t oy_lo = py >= q.kh ? (py - q.kh) / q.stride + 1 : 0;
-        const index_t oy_hi = py / q.stride < q.oh - 1 ? py / q.stride : q.oh - 1;
-        const index_t ox_lo = px >= q.kw ? (px - q.kw) / q.stride + 1 : 0;
-        const index_t ox_hi = px / q.stride < q.ow - 1 ? px / q.stride : q.ow - 1;
-        for (index_t oy = oy_lo; oy <= oy_hi; ++oy) {
+        const auto ry = detail::covering(py, q.kh, q.stride, q.oh);
+        const auto rx = detail::covering(px, q.kw, q.stride, q.ow);
+        for (index_t oy = ry.lo; oy <= ry.hi; ++oy) {
           const index_t i = py - oy * q.stride;
-          for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+          for (index_t ox = rx.lo; ox <= rx.hi; ++ox) {
             const index_t j = px - ox * q.stride;
             const real_t* src =
                 dcol.data() + (((b * q.oh + oy) * q.ow + ox) * q.kh * q.kw + i * q.kw + j) * q.c;
@@ -353,14 +360,12 @@ void maxpool_backward(const Window& g, const IView1<Space>& argmax, const View1<
       KOKKOS_LAMBDA(index_t p) {
         const index_t ix = p % q.w, iy = (p / q.w) % q.h, b = p / (q.w * q.h);
         const auto self = static_cast<std::int32_t>(iy * q.w + ix);
-        const index_t oy_lo = iy >= q.kh ? (iy - q.kh) / q.stride + 1 : 0;
-        const index_t oy_hi = iy / q.stride < q.oh - 1 ? iy / q.stride : q.oh - 1;
-        const index_t ox_lo = ix >= q.kw ? (ix - q.kw) / q.stride + 1 : 0;
-        const index_t ox_hi = ix / q.stride < q.ow - 1 ? ix / q.stride : q.ow - 1;
+        const auto ry = detail::covering(iy, q.kh, q.stride, q.oh);
+        const auto rx = detail::covering(ix, q.kw, q.stride, q.ow);
         real_t* out = dx.data() + p * q.c;
         for (index_t ch = 0; ch < q.c; ++ch) out[ch] = 0;
-        for (index_t oy = oy_lo; oy <= oy_hi; ++oy)
-          for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+        for (index_t oy = ry.lo; oy <= ry.hi; ++oy)
+          for (index_t ox = rx.lo; ox <= rx.hi; ++ox) {
             const index_t o = ((b * q.oh + oy) * q.ow + ox) * q.c;
             for (index_t ch = 0; ch < q.c; ++ch)
               out[ch] += kmath::keep_if(dy(o + ch), argmax(o + ch) == self);
@@ -402,15 +407,13 @@ void avgpool_backward(const Window& g, const View1<Space>& dy, const View1<Space
       "asgd::avgpool_backward", Kokkos::RangePolicy<Space>(0, g.n * g.h * g.w),
       KOKKOS_LAMBDA(index_t p) {
         const index_t ix = p % q.w, iy = (p / q.w) % q.h, b = p / (q.w * q.h);
-        const index_t oy_lo = iy >= q.kh ? (iy - q.kh) / q.stride + 1 : 0;
-        const index_t oy_hi = iy / q.stride < q.oh - 1 ? iy / q.stride : q.oh - 1;
-        const index_t ox_lo = ix >= q.kw ? (ix - q.kw) / q.stride + 1 : 0;
-        const index_t ox_hi = ix / q.stride < q.ow - 1 ? ix / q.stride : q.ow - 1;
+        const auto ry = detail::covering(iy, q.kh, q.stride, q.oh);
+        const auto rx = detail::covering(ix, q.kw, q.stride, q.ow);
         real_t* out = dx.data() + p * q.c;
         for (index_t ch = 0; ch < q.c; ++ch) out[ch] = 0;
-        for (index_t oy = oy_lo; oy <= oy_hi; ++oy) {
+        for (index_t oy = ry.lo; oy <= ry.hi; ++oy) {
           const index_t y0 = oy * q.stride, y1 = y0 + q.kh < q.h ? y0 + q.kh : q.h;
-          for (index_t ox = ox_lo; ox <= ox_hi; ++ox) {
+          for (index_t ox = rx.lo; ox <= rx.hi; ++ox) {
             const index_t x0 = ox * q.stride, x1 = x0 + q.kw < q.w ? x0 + q.kw : q.w;
             const real_t inv = real_t(1) / static_cast<real_t>((y1 - y0) * (x1 - x0));
             const real_t* src = dy.data() + ((b * q.oh + oy) * q.ow + ox) * q.c;

@@ -459,8 +459,10 @@ Model make_model(const std::string& name, Shape in, std::int32_t classes) {
     m.conv(64, 5, 1, 2).relu().maxpool(2, 2);
     m.dense(1024).relu().dense(classes);
   } else if (name == "cifar10-18pct") {
-    // cuda-convnet layers-18pct.cfg with its initW; rnorm scale 0.00005, pow 0.75.
-    const Init conv1{"normal", 1e-4, 0}, rest{"normal", 1e-2, 0};
+    // cuda-convnet layers-18pct.cfg; rnorm scale 0.00005, pow 0.75. Its initW
+    // are 1e-4 (conv1) and 1e-2; cuda-convnet feeds raw 0..255 pixels, we feed
+    // pixels / 255, so conv1's std is scaled by 255 to give the same activations.
+    const Init conv1{"normal", 1e-4 * 255, 0}, rest{"normal", 1e-2, 0};
     m.conv(32, 5, 1, 2, conv1).maxpool(3, 2).relu().lrn(3, 5e-5f, 0.75f, 1.0f, false);
     m.conv(32, 5, 1, 2, rest).relu().avgpool(3, 2).lrn(3, 5e-5f, 0.75f, 1.0f, false);
     m.conv(64, 5, 1, 2, rest).relu().avgpool(3, 2);
