@@ -254,7 +254,10 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
   o.mpiexec = a.mpiexec;
   o.dry_run = a.dry_run;
   const int failed = asgd::sweep::run_local(suite, a.results, o);
-  if (!a.dry_run && !a.no_report) {
+  if (suite.mode == "micro") {
+    fmt::print("benchmark results (Google Benchmark JSON, for asgd compare): {}\n",
+               asgd::sweep::micro_output(suite.runs.front(), asgd::sweep::suite_paths(suite, a.results)));
+  } else if (!a.dry_run && !a.no_report) {
     fmt::print("\n");
     cmd_report(asgd::sweep::suite_paths(suite, a.results).root, "", true, false);
     const std::string md = asgd::sweep::suite_paths(suite, a.results).root + "/report/report.md";

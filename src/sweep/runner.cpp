@@ -52,10 +52,28 @@ std::string fmt_duration(double s) {
   return fmt::format("{}s", t);
 }
 
+}  // namespace
+
+std::vector<std::string> micro_command(const Suite& s, const std::string& self,
+                                       const std::string& out_json) {
+  const std::string exe = (fs::path(self).parent_path() / "asgd_micro").string();
+  std::vector<std::string> argv = {exe, "--benchmark_out=" + out_json, "--benchmark_out_format=json",
+                                   fmt::format("--benchmark_repetitions={}", s.bench_repetitions)};
+  if (!s.bench_filter.empty()) argv.push_back("--benchmark_filter=" + s.bench_filter);
+  return argv;
+}
+
+std::string micro_output(const Run& r, const SuitePaths& p) {
+  return (fs::path(p.runs) / (r.run_id + ".json")).string();
+}
+
+namespace {
+
 // The command that runs one run: asgd train --config FILE, under mpiexec
-// when it needs more than one rank.
-std::vector<std::string> train_command(const Run& r, const std::string& config,
-                                       const LocalOptions& opt) {
+// when it needs more than one rank; asgd_micro for a micro suite.
+std::vector<std::string> train_command(const Suite& s, const Run& r, const std::string& config,
+                                       const LocalOptions& opt, const SuitePaths& p) {
+  if (s.mode == "micro") return micro_command(s, opt.self, micro_output(r, p));
   std::vector<std::string> argv;
   if (r.ranks > 1) argv = {opt.mpiexec, "-n", std::to_string(r.ranks)};
   argv.insert(argv.end(), {opt.self, "train", "--config", config, "--progress-every", "30"});
@@ -113,6 +131,7 @@ const char* to_string(RunState s) {
 }
 
 RunState run_state(const Run& r, const SuitePaths& p) {
+  if (fs::exists(micro_output(r, p))) return RunState::done;  // a micro suite's JSON
   const fs::path result = fs::path(p.runs) / (r.run_id + ".h5");
   if (fs::exists(result)) {
     try {
@@ -133,6 +152,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
   const SuitePaths p = suite_paths(s, results_dir);
   const auto configs = write_configs(s, p);
   make_dir(p.logs);
+  make_dir(p.runs);
   const int cores = opt.cores > 0 ? opt.cores : static_cast<int>(std::thread::hardware_concurrency());
   std::vector<std::size_t> todo;
   int skipped = 0;
@@ -149,7 +169,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
   if (opt.dry_run) {
     for (auto i : todo) {
       std::string line;
-      for (const auto& a : train_command(s.runs[i], configs[i], opt)) line += a + " ";
+      for (const auto& a : train_command(s, s.runs[i], configs[i], opt, p)) line += a + " ";
       fmt::print("{}\n", line);
     }
     return 0;
@@ -172,7 +192,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
       if (!active.empty() && used + r.ranks > cores) break;
       const std::string log = (fs::path(p.logs) / (r.run_id + ".log")).string();
       fs::remove(fs::path(p.logs) / (r.run_id + ".failed"));
-      const pid_t pid = spawn(train_command(r, configs[todo[next]], opt), log);
+      const pid_t pid = spawn(train_command(s, r, configs[todo[next]], opt, p), log);
       active[pid] = {todo[next], r.ranks, Clock::now()};
       used += r.ranks;
       ++next;

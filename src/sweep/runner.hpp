@@ -23,6 +23,12 @@ SuitePaths suite_paths(const Suite& s, const std::string& results_dir);
 // Writes every run's config JSON (atomically); returns the paths by run order.
 std::vector<std::string> write_configs(const Suite& s, const SuitePaths& p);
 
+// A micro suite's one run: asgd_micro (beside `self`) writing Google
+// Benchmark JSON to runs/<run-id>.json, which `asgd compare` reads.
+std::vector<std::string> micro_command(const Suite& s, const std::string& self,
+                                       const std::string& out_json);
+std::string micro_output(const Run& r, const SuitePaths& p);
+
 enum class RunState { done, diverged, failed, interrupted, pending };
 const char* to_string(RunState s);
 RunState run_state(const Run& r, const SuitePaths& p);

@@ -158,6 +158,22 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
     if (gpus > 0)
       script += "# one GPU per learner: each rank binds to the GPU of its node-local rank\n"
                 "export ASGD_GPU_BIND=local-rank\n";
+    if (s.mode == "micro") {
+      std::string cmd;
+      for (const auto& a : micro_command(s, self, fs::absolute(micro_output(first, p)).string()))
+        cmd += quote(a) + " ";
+      script += fmt::format("srun -n 1 {}\n", cmd);
+      const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
+      write_file(path, script, true);
+      submitted += n;
+      if (opt.dry_run) {
+        fmt::print("would submit: sbatch --parsable {}   (the micro-benchmarks)\n", path);
+      } else {
+        job_ids.push_back(capture("sbatch --parsable " + quote(path)));
+        fmt::print("submitted {} as job {} (the micro-benchmarks)\n", name, job_ids.back());
+      }
+      continue;
+    }
     // A requeued task re-runs the same command: asgd train resumes from its
     // checkpoint, and a finished run is skipped.
     script += fmt::format(

@@ -397,7 +397,7 @@ std::string reserved_reason(const std::string& key) {
 
 const std::vector<std::string> kTopKeys = {"name",    "description", "mode",  "base",
                                            "axes",    "zip",         "exclude", "seeds",
-                                           "target_error", "resources"};
+                                           "target_error", "resources", "benchmark"};
 const std::vector<std::string> kResourceKeys = {"servers", "gpus_per_learner", "cpus_per_rank",
                                                 "time_limit"};
 
@@ -610,11 +610,12 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
   }
   if (has("mode")) {
     const auto& m = top["mode"].value;
-    if (m.IsScalar() && (m.Scalar() == "real" || m.Scalar() == "virtual"))
+    if (m.IsScalar() && (m.Scalar() == "real" || m.Scalar() == "virtual" || m.Scalar() == "micro"))
       s.mode = m.Scalar();
     else
-      pr.add(value_line("mode"), fmt::format("mode: expected real or virtual, got {}{}", describe(m),
-                                             m.IsScalar() ? suggest(m.Scalar(), {"real", "virtual"}) : ""));
+      pr.add(value_line("mode"),
+             fmt::format("mode: expected real, virtual or micro, got {}{}", describe(m),
+                         m.IsScalar() ? suggest(m.Scalar(), {"real", "virtual", "micro"}) : ""));
   }
 
   // ---- resources
@@ -828,6 +829,47 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
   }
   if (servers_given && (axis_keys.count("servers") || base_keys.count("servers")))
     pr.add(top["resources"].line, "servers is set both in resources and in base/axes/zip");
+
+  // ---- micro: one run of the kernel micro-benchmarks (asgd_micro), no sweep
+  if (s.mode == "micro") {
+    for (const char* k : {"base", "axes", "zip", "exclude", "seeds", "target_error"})
+      if (has(k)) pr.add(top[k].line, fmt::format("{}: a micro suite has no training runs", k));
+    if (has("benchmark")) {
+      const auto& b = top["benchmark"].value;
+      if (!b.IsMap()) {
+        pr.add(value_line("benchmark"), fmt::format("benchmark: expected a mapping (filter, "
+                                                    "repetitions), got {}", describe(b)));
+      } else {
+        for (const auto& kv : b) {
+          const std::string k = kv.first.Scalar();
+          const int kl = line_of(kv.first, top["benchmark"].line);
+          try {
+            if (k == "filter") s.bench_filter = kv.second.as<std::string>();
+            else if (k == "repetitions") s.bench_repetitions = kv.second.as<int>();
+            else pr.add(kl, fmt::format("benchmark: unknown key '{}' (filter, repetitions){}", k,
+                                        suggest(k, {"filter", "repetitions"})));
+          } catch (const YAML::Exception&) {
+            pr.add(kl, fmt::format("benchmark: {}: wrong type, got {}", k, describe(kv.second)));
+          }
+        }
+        if (s.bench_repetitions < 1)
+          pr.add(value_line("benchmark"), "benchmark: repetitions must be >= 1");
+      }
+    }
+    Run run;
+    run.run_id = fmt::format("{}-micro", name_ok ? s.name : "suite");
+    run.config.suite = name_ok ? s.name : "suite";
+    run.config.results_dir = results_dir;
+    run.config.run_id = run.run_id;
+    run.point = {{"benchmark", s.bench_filter.empty() ? "all" : s.bench_filter}};
+    run.ranks = 1;
+    run.shape = fmt::format("micro-{}", s.resources.time_limit);
+    s.runs.push_back(std::move(run));
+    if (!pr.empty()) fail(path, pr);
+    return s;
+  }
+  if (has("benchmark"))
+    pr.add(top["benchmark"].line, "benchmark: only a 'mode: micro' suite has one");
 
   // ---- base config
   TrainConfig base;

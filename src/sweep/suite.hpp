@@ -28,7 +28,9 @@ struct Run {
 
 struct Suite {
   std::string name, description, path;
-  std::string mode = "real";  // real | virtual
+  std::string mode = "real";  // real | virtual | micro (the kernel micro-benchmarks)
+  std::string bench_filter;   // micro: --benchmark_filter (empty: all)
+  int bench_repetitions = 1;  // micro: --benchmark_repetitions
   double target_error = 0.1;
   Resources resources;
   std::vector<std::string> axes;  // axis names in file order (zip members included)
