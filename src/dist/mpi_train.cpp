@@ -89,6 +89,9 @@ class Server {
     train_s_ = ck.wall_s;
     evals_ = ck.progress.evals;
     last_eval_epoch_ = evals_.empty() ? epoch() : evals_.back().epoch;
+    // a checkpoint written at the very end (before the results file): nothing left to train
+    stopping_ = core_.done() || core_.diverged();
+    if (core_.diverged()) status_ = "diverged";
     return true;
   }
 
@@ -158,7 +161,7 @@ class Server {
       return {};
     }
     // The writer: final evaluation (all shards still answer), then tell them to finish.
-    if (status_ == "completed") run_eval();
+    if (status_ == "completed" && (evals_.empty() || evals_.back().clock != core_.clock())) run_eval();
     for (int s = 1; s < S_; ++s) {
       const char dummy = 0;
       MPI_Request r = isend(dummy, s, kFinish, comm_.get());
@@ -214,6 +217,9 @@ class Server {
   void after_update() {
     const std::int64_t clock = core_.clock();
     if (k_ != 0) {
+      // Every shard sees every push (with its samples and loss), so each can
+      // tell the end itself and stops applying gradients with server 0.
+      if (core_.diverged() || core_.done()) stopping_ = true;
       if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
       return;
     }
@@ -549,9 +555,20 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     if (writer) out.result = io::read_results(out.paths.results);
     return out;
   }
-  int resumed = out.resumed ? 1 : 0;
-  mpi_check(MPI_Bcast(&resumed, 1, MPI_INT, 0, comm.get()), "Bcast");
-  out.resumed = resumed != 0;
+  // Every shard resumes from its checkpoint, or none does: a mix (one shard's
+  // checkpoint lost) cannot be continued consistently.
+  const int mine = server ? (out.resumed ? 1 : 0) : -1;
+  std::vector<int> all(static_cast<std::size_t>(comm.size()));
+  mpi_check(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm.get()), "Allgather");
+  int resumed_shards = 0;
+  for (int v : all) resumed_shards += v == 1 ? 1 : 0;
+  if (resumed_shards != 0 && resumed_shards != S)
+    throw CollectiveError(fmt::format(
+        "{} of {} server shards have a checkpoint in {}; resume needs all of them (remove the "
+        "shard checkpoints of run {} to start again)",
+        resumed_shards, S, fs::path(out.paths.checkpoint).parent_path().string(),
+        resolved_run_id(cfg)));
+  out.resumed = resumed_shards == S;
 
   // Warm start from single-learner steps: server 0 makes them, every rank
   // takes the result (the learners fetch from the servers anyway).

@@ -38,6 +38,9 @@ bool ShardCore::accept(const Arrival& a, double now_s) {
   } else {
     KokkosBlas::axpy(f, inbox_, acc_);
   }
+  // the inbox is reused by the next receive: the kernels above must be done
+  // with it (they run asynchronously on a device backend)
+  Kokkos::fence();
   if (static_cast<int>(pending_.size()) < rule_.gradients_per_update()) return false;
   apply_update(now_s);
   return true;

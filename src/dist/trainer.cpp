@@ -357,7 +357,8 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
       win_start_train = train_s;
     }
   }
-  if (status == "completed") run_eval(clock);
+  if (status == "completed" && (res.evals.empty() || res.evals.back().clock != clock))
+    run_eval(clock);
 
   res.status = status;
   std::int64_t samples = 0;

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -192,7 +193,17 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
       if (!active.empty() && used + r.ranks > cores) break;
       const std::string log = (fs::path(p.logs) / (r.run_id + ".log")).string();
       fs::remove(fs::path(p.logs) / (r.run_id + ".failed"));
-      const pid_t pid = spawn(train_command(s, r, configs[todo[next]], opt, p), log);
+      pid_t pid = 0;
+      try {
+        pid = spawn(train_command(s, r, configs[todo[next]], opt, p), log);
+      } catch (const Error& e) {  // e.g. no mpiexec: this run fails, the others go on
+        write_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), "127\n");
+        outcome["failed"] += 1;
+        ++finished;
+        ++next;
+        fmt::print("[{}/{}] {} failed to start: {}\n", finished, todo.size(), r.run_id, e.what());
+        continue;
+      }
       active[pid] = {todo[next], r.ranks, Clock::now()};
       used += r.ranks;
       ++next;
@@ -200,6 +211,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
                  r.ranks == 1 ? "" : "s");
       std::fflush(stdout);
     }
+    if (active.empty()) continue;  // every remaining run failed to start
     int wstatus = 0;
     const pid_t pid = waitpid(-1, &wstatus, 0);
     if (pid < 0) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
@@ -241,14 +253,20 @@ int status(const Suite& s, const std::string& results_dir) {
   // run lists written by submit map task ids to runs.
   std::map<std::string, std::string> slurm;  // run id -> state
   std::map<std::string, std::vector<std::string>> lists;  // job name -> run ids by task
+  std::vector<fs::path> files;
   if (fs::exists(p.slurm))
-    for (const auto& e : fs::directory_iterator(p.slurm)) {
-      if (e.path().extension() != ".runs") continue;
-      std::ifstream in(e.path());
-      std::string line;
-      auto& ids = lists[e.path().stem().string()];
-      while (std::getline(in, line)) ids.push_back(fs::path(line).stem().string());
-    }
+    for (const auto& e : fs::directory_iterator(p.slurm))
+      if (e.path().extension() == ".runs") files.push_back(e.path());
+  std::sort(files.begin(), files.end());  // submission stamps sort by time
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    // <job name>.<submission>.runs: the newest submission of a job name wins
+    const std::string stem = file.stem().string();
+    auto& ids = lists[stem.substr(0, stem.find('.'))];
+    ids.clear();
+    while (std::getline(in, line)) ids.push_back(fs::path(line).stem().string());
+  }
   if (!lists.empty())
     if (FILE* q = popen("squeue -h -o '%j %K %T' 2>/dev/null", "r")) {
       char buf[512];

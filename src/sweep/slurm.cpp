@@ -2,6 +2,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -80,18 +81,23 @@ std::string modules(const Site& site) {
   return m;
 }
 
-// Runs a command, returns its first output line (sbatch --parsable: the job id).
+// Runs sbatch --parsable and returns the job id: the last stdout line up to
+// ';' ("id;cluster"), which must be a number. Warnings on stderr are passed on.
 std::string capture(const std::string& cmd) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  FILE* f = popen(cmd.c_str(), "r");
   if (!f) throw Error(fmt::format("cannot run: {}", cmd));
-  std::string out;
+  std::string line, last;
   char buf[512];
-  while (std::fgets(buf, sizeof buf, f)) out += buf;
+  while (std::fgets(buf, sizeof buf, f)) {
+    line = buf;
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    if (!line.empty()) last = line;
+  }
   const int rc = pclose(f);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  if (rc != 0) throw Error(fmt::format("{} failed: {}", cmd, out));
-  if (auto semi = out.find(';'); semi != std::string::npos) out.resize(semi);  // "id;cluster"
-  return out;
+  if (auto semi = last.find(';'); semi != std::string::npos) last.resize(semi);
+  if (rc != 0 || last.empty() || last.find_first_not_of("0123456789_") != std::string::npos)
+    throw Error(fmt::format("{} failed (exit {}): '{}'", cmd, rc, last));
+  return last;
 }
 
 std::string quote(const std::string& s) {
@@ -112,6 +118,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   const std::string self = fs::absolute(opt.self).string();
   std::vector<std::string> job_ids;
   int submitted = 0, shape_no = 0;
+  const std::string stamp = fmt::format("{}-{}", std::time(nullptr), getpid());
   const auto groups = group_by_shape(s);
   for (const auto& group : groups) {
     ++shape_no;
@@ -127,7 +134,10 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
     }
     if (n == 0) continue;
     const std::string name = fmt::format("asgd-{}-{}", s.name, shape_no);
-    const std::string runs_file = fs::absolute(fs::path(p.slurm) / (name + ".runs")).string();
+    // One run list per submission: tasks of an earlier array still queued keep
+    // reading their own list (a re-submission lists fewer runs).
+    const std::string runs_file =
+        fs::absolute(fs::path(p.slurm) / fmt::format("{}.{}.runs", name, stamp)).string();
     write_file(runs_file, list, false);
     const int ranks = first.ranks;
     const int gpus = first.config.virtual_learners ? 0
