@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "common/blas_env.hpp"
@@ -54,6 +56,33 @@ nn::View sub(const nn::View& v, const Shard& s) {
 // ---------------------------------------------------------------------------
 // Server
 // ---------------------------------------------------------------------------
+// Node-local shared memory. When every rank is on one node, weights and
+// gradients move through MPI-3 shared windows instead of messages: a learner
+// writes its gradient into its own window and sends only a header; a server
+// updates its shard in its own window and replies with a header; the learner
+// copies the shard and says kPullDone. Each byte is copied once instead of
+// twice, and the server does no copying at all. A server never changes its
+// weights while a learner is copying them (it waits for kPullDone first).
+// ASGD_SHM=0 turns this off (messages only).
+struct SharedWindows {
+  bool on = false;
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Win weights = MPI_WIN_NULL, grads = MPI_WIN_NULL;
+  std::vector<real_t*> weight_base;  // per server rank: its shard
+  std::vector<real_t*> grad_base;    // per learner: its whole gradient
+  SharedWindows() = default;
+  SharedWindows(const SharedWindows&) = delete;
+  SharedWindows& operator=(const SharedWindows&) = delete;
+  ~SharedWindows() {
+    for (MPI_Win* w : {&weights, &grads})
+      if (*w != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(*w);
+        MPI_Win_free(w);
+      }
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+  }
+};
+
 class Server {
  public:
   Server(const TrainConfig& cfg, const TrainOptions& opt, const Comm& comm, const RunPaths& paths,
@@ -95,6 +124,12 @@ class Server {
     return true;
   }
 
+  // Weights in the shared window from now on (after resume / warm start).
+  void use_shared(const SharedWindows* shm) {
+    shm_ = shm;
+    core_.move_weights_to(shm->weight_base[static_cast<std::size_t>(k_)]);
+  }
+
   // This shard's weights from a full parameter buffer (warm start).
   void load_weights(const nn::View& full) { Kokkos::deep_copy(core_.weights(), sub(full, shard_)); }
   const Shard& shard() const { return shard_; }
@@ -118,6 +153,12 @@ class Server {
         case kPush:
           on_push(src);
           break;
+        case kPullDone: {
+          char dummy = 0;
+          recv(dummy, src, kPullDone);
+          --readers_;
+          break;
+        }
         case kBye: {
           PushHeader h;
           recv(h, src, kBye);
@@ -181,10 +222,18 @@ class Server {
   double epoch() const { return core_.epoch(); }
   double train_clock() const { return seconds_since(start_) - paused_s_ + train_s_; }
 
-  void reply(int learner_rank, const ReplyHeader& h) {
+  void reply(int learner_rank, ReplyHeader h) {
+    Kokkos::fence();
+    if (shm_ != nullptr) {  // header only; the learner copies from our window
+      MPI_Win_sync(shm_->weights);
+      h.shm = 1;
+      ++readers_;
+      MPI_Request r = isend(h, learner_rank, kReply, comm_.get());
+      polite_wait(r, Wait::transfer);
+      return;
+    }
     // The weights go with every reply, stop included: the learner pre-posts
     // both receives, so no send here can wait on a learner that waits on us.
-    Kokkos::fence();
     MPI_Request r[2];
     r[0] = isend(h, learner_rank, kReply, comm_.get());
     r[1] = isend_floats(core_.weights().data(), shard_.len, learner_rank, kReplyData, comm_.get());
@@ -194,23 +243,39 @@ class Server {
   void on_push(int src) {
     const int l = src - S_;
     PushHeader h;
-    MPI_Request r[2];
-    r[0] = irecv(h, src, kPush, comm_.get());
-    r[1] = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
-    polite_wait_all(2, r, Wait::transfer);
+    recv(h, src, kPush);
+    nn::View shared;
+    if (h.shm) {  // the gradient is in the learner's window: read this shard's slice there
+      MPI_Win_sync(shm_->grads);
+      shared = nn::View(shm_->grad_base[static_cast<std::size_t>(l)] + shard_.offset, shard_.len);
+    } else {
+      MPI_Request r = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
+      polite_wait(r, Wait::transfer);
+    }
     if (stopping_) {  // the run is over: answer with stop, apply nothing
       reply(src, ReplyHeader{core_.clock(), 1, 0, 0});
       return;
     }
+    drain_readers();  // the update changes the weights: nobody may be copying them
     const bool update = core_.accept(
         {l, h.timestamp, h.samples, h.loss_sum, h.wrong, {h.cursor_epoch, h.cursor_batch}},
-        train_clock());
+        train_clock(), h.shm ? &shared : nullptr);
     if (update) after_update();
     const ReplyHeader rh{core_.clock(), stopping_ ? 1 : 0, 0, 0};
     if (!core_.rule().barrier()) {
       reply(src, rh);
     } else if (update) {
       for (int p : core_.last_update_learners()) reply(p + S_, rh);
+    }
+  }
+
+  // Waits until every learner that was sent a reply has copied the weights.
+  void drain_readers() {
+    while (readers_ > 0) {
+      const MPI_Status st = polite_probe(MPI_ANY_SOURCE, kPullDone, comm_.get());
+      char dummy = 0;
+      recv(dummy, st.MPI_SOURCE, kPullDone);
+      --readers_;
     }
   }
 
@@ -365,6 +430,8 @@ class Server {
   int k_, S_, L_;
   Shard shard_;
   ShardCore core_;
+  const SharedWindows* shm_ = nullptr;
+  int readers_ = 0;  // learners sent a reply that have not said kPullDone
   double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0;
   Clock::time_point start_, last_print_ = Clock::now();
   std::int64_t win_samples_ = 0;
@@ -379,7 +446,7 @@ class Server {
 // Learner
 // ---------------------------------------------------------------------------
 void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
-                 nn::Model& model) {
+                 nn::Model& model, const SharedWindows& shm) {
   const int S = cfg.servers, L = cfg.learners, l = comm.rank() - S;
   const UpdateRule rule(cfg);
   std::vector<Shard> shards;
@@ -399,7 +466,8 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   auto post_receives = [&] {
     for (int s = 0; s < S; ++s) {
       heads[s] = irecv(replies[s], s, kReply, comm.get());
-      bodies[s] = irecv_floats(params + shards[s].offset, shards[s].len, s, kReplyData, comm.get());
+      if (!shm.on)
+        bodies[s] = irecv_floats(params + shards[s].offset, shards[s].len, s, kReplyData, comm.get());
     }
   };
   // Returns whether server 0 said stop.
@@ -407,7 +475,19 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
     const auto t0 = Clock::now();
     polite_wait_all(S, heads.data());
     const auto t1 = Clock::now();
-    polite_wait_all(S, bodies.data(), Wait::transfer);
+    if (shm.on) {  // copy each shard out of its server's window, then release it
+      MPI_Win_sync(shm.weights);
+      std::vector<MPI_Request> done;
+      const char dummy = 0;
+      for (int s = 0; s < S; ++s) {
+        std::memcpy(params + shards[s].offset, shm.weight_base[static_cast<std::size_t>(s)],
+                    static_cast<std::size_t>(shards[s].len) * sizeof(real_t));
+        done.push_back(isend(dummy, s, kPullDone, comm.get()));
+      }
+      polite_wait_all(S, done.data(), Wait::transfer);
+    } else {
+      polite_wait_all(S, bodies.data(), Wait::transfer);
+    }
     for (int s = 0; s < S; ++s) clocks[s] = replies[s].clock;
     if (wait_s) *wait_s += std::chrono::duration<double>(t1 - t0).count();
     if (pull_s) *pull_s += seconds_since(t1);
@@ -476,14 +556,21 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
 
     const auto t1 = Clock::now();
     post_receives();
+    if (shm.on) {  // the gradient goes into this learner's window; headers only
+      std::memcpy(shm.grad_base[static_cast<std::size_t>(l)], model.grads().data(),
+                  static_cast<std::size_t>(model.n_params()) * sizeof(real_t));
+      MPI_Win_sync(shm.grads);
+      h.shm = 1;
+    }
     std::vector<PushHeader> hs(S, h);
     std::vector<MPI_Request> r;
     for (int s = 0; s < S; ++s) {
       hs[s].timestamp = clocks[s];
       hs[s].compute_s = compute;
       r.push_back(isend(hs[s], s, kPush, comm.get()));
-      r.push_back(isend_floats(model.grads().data() + shards[s].offset, shards[s].len, s, kPushData,
-                               comm.get()));
+      if (!shm.on)
+        r.push_back(isend_floats(model.grads().data() + shards[s].offset, shards[s].len, s,
+                                 kPushData, comm.get()));
     }
     polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer);
     totals.push_s += seconds_since(t1);
@@ -584,6 +671,44 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
       spdlog::info("warm start: {} single-learner steps on server 0 in {:.1f}s", cfg.warm_steps, t);
   }
 
+  // Node-local shared windows when every rank is on this node (see SharedWindows).
+  SharedWindows shm;
+  {
+    mpi_check(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL,
+                                  &shm.node),
+              "Comm_split_type");
+    int node_size = 0;
+    mpi_check(MPI_Comm_size(shm.node, &node_size), "Comm_size");
+    const char* env = std::getenv("ASGD_SHM");
+    int want = (node_size == comm.size() && !(env && std::string(env) == "0")) ? 1 : 0;
+    int everyone = 0;
+    mpi_check(MPI_Allreduce(&want, &everyone, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
+    if (everyone) {
+      const index_t floats = server ? shard_of(model->n_params(), comm.rank(), S).len
+                                    : model->n_params();
+      void* base = nullptr;
+      mpi_check(MPI_Win_allocate_shared(server ? floats * static_cast<MPI_Aint>(sizeof(real_t)) : 0,
+                                        sizeof(real_t), MPI_INFO_NULL, shm.node, &base, &shm.weights),
+                "Win_allocate_shared");
+      mpi_check(MPI_Win_allocate_shared(server ? 0 : floats * static_cast<MPI_Aint>(sizeof(real_t)),
+                                        sizeof(real_t), MPI_INFO_NULL, shm.node, &base, &shm.grads),
+                "Win_allocate_shared");
+      mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm.weights), "Win_lock_all");
+      mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm.grads), "Win_lock_all");
+      auto query = [](MPI_Win w, int rank) {
+        MPI_Aint size = 0;
+        int disp = 0;
+        void* p = nullptr;
+        mpi_check(MPI_Win_shared_query(w, rank, &size, &disp, &p), "Win_shared_query");
+        return static_cast<real_t*>(p);
+      };
+      for (int k = 0; k < S; ++k) shm.weight_base.push_back(query(shm.weights, k));
+      for (int l = 0; l < L; ++l) shm.grad_base.push_back(query(shm.grads, S + l));
+      shm.on = true;
+      if (server) srv->use_shared(&shm);
+    }
+  }
+
   const RunInfo info = collect_run_info();
   if (writer && !opt.quiet) {
     spdlog::info("run {} -> {}", resolved_run_id(cfg), out.paths.results);
@@ -606,7 +731,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
       out.result = std::move(res);
     }
   } else {
-    run_learner(cfg, comm, data->train, *model);
+    run_learner(cfg, comm, data->train, *model, shm);
   }
   return out;
 }

@@ -25,28 +25,36 @@ bool ShardCore::done() const {
          (cfg_.max_steps > 0 && clock_ >= cfg_.max_steps);
 }
 
-bool ShardCore::accept(const Arrival& a, double now_s) {
+void ShardCore::move_weights_to(real_t* memory) {
+  nn::View moved(memory, len_);
+  Kokkos::deep_copy(moved, w_);
+  Kokkos::fence();
+  w_ = moved;
+}
+
+bool ShardCore::accept(const Arrival& a, double now_s, const nn::View* payload) {
+  const nn::View& in = payload != nullptr ? *payload : inbox_;
   const std::int64_t tau = std::max<std::int64_t>(0, clock_ - a.timestamp);
   pending_.push_back({a, tau});
   const auto f = static_cast<real_t>(rule_.factor(tau));
   if (rule_.delta()) {
-    KokkosBlas::axpy(real_t(1), inbox_, w_);  // nsync: w += local change
+    KokkosBlas::axpy(real_t(1), in, w_);  // nsync: w += local change
   } else if (rule_.gradients_per_update() == 1) {
     // c = 1: the update reads the gradient where it arrived (no accumulator pass)
   } else if (pending_.size() == 1) {
-    KokkosBlas::scal(acc_, f, inbox_);  // the first gradient sets acc: no zeroing pass
+    KokkosBlas::scal(acc_, f, in);  // the first gradient sets acc: no zeroing pass
   } else {
-    KokkosBlas::axpy(f, inbox_, acc_);
+    KokkosBlas::axpy(f, in, acc_);
   }
   // the inbox is reused by the next receive: the kernels above must be done
   // with it (they run asynchronously on a device backend)
   Kokkos::fence();
   if (static_cast<int>(pending_.size()) < rule_.gradients_per_update()) return false;
-  apply_update(now_s);
+  apply_update(now_s, in);
   return true;
 }
 
-void ShardCore::apply_update(double now_s) {
+void ShardCore::apply_update(double now_s, const nn::View& payload) {
   std::vector<std::int64_t> taus;
   double factor_sum = 0, loss = 0;
   std::int64_t samples = 0, wrong = 0;
@@ -72,7 +80,7 @@ void ShardCore::apply_update(double now_s) {
     const double scale = rule_.final_scale(taus);
     const bool direct = rule_.gradients_per_update() == 1;
     kernels::sgd_update<nn::Space>(len_, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-                                   static_cast<real_t>(cfg_.weight_decay), direct ? inbox_ : acc_,
+                                   static_cast<real_t>(cfg_.weight_decay), direct ? payload : acc_,
                                    inc_, w_,
                                    static_cast<real_t>(direct ? scale * rule_.factor(taus[0]) : scale));
     rate = lr * scale * factor_sum;

@@ -34,9 +34,13 @@ class ShardCore {
   // Where a pushed gradient (or nsync delta) should be received before accept().
   const nn::View& inbox() const { return inbox_; }
 
-  // Takes the payload in inbox() that arrived at training time now_s.
-  // Returns true when it completed an update.
-  bool accept(const Arrival& a, double now_s);
+  // Takes a pushed payload that arrived at training time now_s: by default
+  // the one received into inbox(), or `payload` (this shard's slice, e.g. in
+  // a learner's shared-memory window). Returns true when it completed an update.
+  bool accept(const Arrival& a, double now_s, const nn::View* payload = nullptr);
+  // Moves the weights into `memory` (len floats, e.g. a shared-memory window
+  // learners copy from); the current values are copied there first.
+  void move_weights_to(real_t* memory);
   // Learners whose gradients made the last update (a barrier replies to them).
   const std::vector<int>& last_update_learners() const { return last_learners_; }
 
@@ -62,7 +66,7 @@ class ShardCore {
     Arrival a;
     std::int64_t tau;
   };
-  void apply_update(double now_s);
+  void apply_update(double now_s, const nn::View& payload);
 
   const TrainConfig& cfg_;
   UpdateRule rule_;

@@ -25,6 +25,7 @@ enum Tag : int {
   kEvalReq = 7,    // server 0 -> server k: send me your shard
   kEvalData = 8,
   kFinish = 9,     // server 0 -> server k: write your final checkpoint and exit
+  kPullDone = 10,  // learner -> server (shared memory): done copying your weights
 };
 
 struct PushHeader {
@@ -35,12 +36,14 @@ struct PushHeader {
   std::int64_t cursor_epoch = 0, cursor_batch = 0;  // sampler state after this gradient
   double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;  // BYE: totals
   std::int64_t gradients = 0;                                 // BYE: pushes made
+  std::int64_t shm = 0;  // the payload is in the learner's shared-memory window, not a message
 };
 
 struct ReplyHeader {
   std::int64_t clock = 0;
   std::int32_t stop = 0;
   std::int64_t cursor_epoch = 0, cursor_batch = 0;  // HELLO replies from server 0
+  std::int64_t shm = 0;  // the weights are in the server's window: copy, then send kPullDone
 };
 
 template <class T>
