@@ -188,6 +188,17 @@ def case_kill_resume(tmp):
     print(f"killed with a checkpoint at update {at}; resumed to update {r['clock'][-1]}")
 
 
+def case_message_transport(tmp):
+    """The message-only path (ASGD_SHM=0, what ranks on different nodes use): the
+    equivalence and invariant checks again."""
+    os.environ["ASGD_SHM"] = "0"
+    for name, case in (("eq", case_hardsync_equivalence), ("soft", case_softsync_invariants),
+                       ("nsync", case_nsync)):
+        sub = os.path.join(tmp, name)
+        os.makedirs(sub)
+        case(sub)
+
+
 def virtual(*extra, results):
     cmd = [ARGS.asgd, "train", *SYN, "--results", results, "--virtual", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
