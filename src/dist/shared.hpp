@@ -7,6 +7,7 @@
 
 #include "common/config.hpp"
 #include "common/runinfo.hpp"
+#include "dist/trainer.hpp"
 #include "data/dataset.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"
@@ -35,6 +36,18 @@ void from_host(const std::vector<float>& src, const nn::View& v);
 // Root attributes of a results file from the config and the run facts.
 void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info,
                  const std::string& protocol, const std::string& mpi_version);
+
+// The start every trainer shares: validate cfg, make the result folders, and
+// when the results file already exists fill `out` as skipped and return true.
+bool finished_already(const TrainConfig& cfg, TrainOutcome& out);
+
+// The data set and the model for it, finalised for batches up to
+// max(batch, eval_batch), BLAS threads set.
+struct RunSetup {
+  data::DataPair data;
+  nn::Model model;
+};
+RunSetup load_run(const TrainConfig& cfg);
 
 // Warm start from cfg.warm_start: the weights of a 1-shard checkpoint of the
 // same model (its momentum is not taken). Throws asgd::Error naming the file.

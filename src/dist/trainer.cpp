@@ -149,6 +149,24 @@ double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& tr
   return seconds_since(t0);
 }
 
+bool finished_already(const TrainConfig& cfg, TrainOutcome& out) {
+  check(cfg);
+  out.paths = prepare_paths(cfg);
+  if (!fs::exists(out.paths.results)) return false;
+  out.skipped = true;
+  out.result = io::read_results(out.paths.results);
+  return true;
+}
+
+RunSetup load_run(const TrainConfig& cfg) {
+  set_blas_threads(cfg.threads);
+  auto data = data::load_dataset(cfg.data);
+  nn::Model model = nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
+                                   data.train.classes);
+  model.finalize(std::max(cfg.batch, cfg.eval_batch));
+  return {std::move(data), std::move(model)};
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -194,18 +212,10 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
         "train_single runs one learner; {} learners / {} servers need the MPI core", cfg.learners,
         cfg.servers));
   TrainOutcome out;
-  out.paths = prepare_paths(cfg);
-  if (fs::exists(out.paths.results)) {
-    out.skipped = true;
-    out.result = io::read_results(out.paths.results);
-    return out;
-  }
-  set_blas_threads(cfg.threads);
-
-  const auto data = data::load_dataset(cfg.data);
-  nn::Model model = nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
-                                   data.train.classes);
-  model.finalize(std::max(cfg.batch, cfg.eval_batch));
+  if (finished_already(cfg, out)) return out;
+  RunSetup run = load_run(cfg);
+  const auto& data = run.data;
+  nn::Model& model = run.model;
   data::Sampler sampler(data.train.n, cfg.seed, 0, 1, cfg.batch);
   const index_t bpe = sampler.batches_per_epoch();
   std::int64_t total_steps = static_cast<std::int64_t>(std::ceil(cfg.epochs * static_cast<double>(bpe)));

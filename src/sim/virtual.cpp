@@ -88,19 +88,11 @@ struct Event {
 }  // namespace
 
 dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOptions& opt) {
-  check(cfg);
   dist::TrainOutcome out;
-  out.paths = dist::prepare_paths(cfg);
-  if (fs::exists(out.paths.results)) {
-    out.skipped = true;
-    out.result = io::read_results(out.paths.results);
-    return out;
-  }
-  set_blas_threads(cfg.threads);
-  const auto data = data::load_dataset(cfg.data);
-  nn::Model model = nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
-                                   data.train.classes);
-  model.finalize(std::max(cfg.batch, cfg.eval_batch));
+  if (finished_already(cfg, out)) return out;
+  RunSetup run = load_run(cfg);
+  const auto& data = run.data;
+  nn::Model& model = run.model;
   model.init(cfg.seed);
   if (!cfg.warm_start.empty()) load_warm_start(cfg, model);
   if (cfg.warm_steps > 0) warm_up(cfg, model, data.train);
