@@ -12,7 +12,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kSpinEvent = std::chrono::microseconds(50);
 constexpr auto kSpinTransfer = std::chrono::microseconds(20000);
-constexpr auto kMaxPause = std::chrono::microseconds(100);
+constexpr auto kMaxPause = std::chrono::microseconds(500);
 
 // Calls done() until it returns true: first spinning, then sleeping 1, 2, 4,
 // ... up to kMaxPause microseconds between calls.
