@@ -505,6 +505,10 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   if (replies[0].cursor_epoch > 0 || replies[0].cursor_batch > 0)
     sampler.restore({replies[0].cursor_epoch, replies[0].cursor_batch});
 
+  // Backward passes write straight into this learner's shared window: the
+  // servers read the gradient there, no copy. (The window is free to write:
+  // a server has consumed the last gradient before it replies.)
+  if (shm.on) model.use_grad_memory(shm.grad_base[static_cast<std::size_t>(l)]);
   nn::View x("asgd::x", cfg.batch * train.sample_size());
   nn::IView y("asgd::y", cfg.batch);
   auto xh = Kokkos::create_mirror_view(x);
@@ -556,9 +560,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
 
     const auto t1 = Clock::now();
     post_receives();
-    if (shm.on) {  // the gradient goes into this learner's window; headers only
-      std::memcpy(shm.grad_base[static_cast<std::size_t>(l)], model.grads().data(),
-                  static_cast<std::size_t>(model.n_params()) * sizeof(real_t));
+    if (shm.on) {  // the gradient already is in this learner's window; headers only
       MPI_Win_sync(shm.grads);
       h.shm = 1;
     }

@@ -389,6 +389,15 @@ void Model::finalize(index_t max_batch) {
   dlogits_ = View("asgd::dlogits", max_batch * classes_);
 }
 
+void Model::use_grad_memory(real_t* memory) {
+  grads_ = View(memory, n_params_);
+  index_t off = 0;
+  for (auto& l : layers_) {
+    l->bind(slice(params_, off, l->n_params()), slice(grads_, off, l->n_params()));
+    off += l->n_params();
+  }
+}
+
 void Model::init(std::uint64_t seed) {
   auto host = Kokkos::create_mirror_view(params_);
   index_t off = 0;

@@ -103,6 +103,10 @@ class Model {
   // Output of layer i from the last forward pass (max_batch * out size).
   const View& activation(std::size_t i) const { return acts_.at(i); }
 
+  // Keeps the gradient in `memory` (n_params() floats, e.g. a shared-memory
+  // window a parameter server reads) instead of the model's own buffer.
+  void use_grad_memory(real_t* memory);
+
   // Deterministic initialisation from seed, written to params().
   void init(std::uint64_t seed);
   void zero_grads();
