@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "dist/shared.hpp"
 #include "io/results.hpp"
 
 extern char** environ;
@@ -27,31 +28,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(fmt::format("{}: cannot rename into place", path));
-  }
-}
-
 void make_dir(const std::string& d) {
   std::error_code ec;
   fs::create_directories(d, ec);
   if (ec) throw Error(fmt::format("cannot create folder {}: {}", d, ec.message()));
 }
 
-std::string fmt_duration(double s) {
-  const auto t = static_cast<long>(s + 0.5);
-  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
-  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
 
 }  // namespace
 
@@ -98,6 +80,22 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
 }
 
 }  // namespace
+
+void write_atomic(const std::string& path, const std::string& text, bool executable) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
+  }
+  if (executable)
+    fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("{}: cannot rename into place", path));
+  }
+}
+
 
 SuitePaths suite_paths(const Suite& s, const std::string& results_dir) {
   const fs::path root = fs::path(results_dir) / s.name;
@@ -236,9 +234,9 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
     const double mean = busy_s / static_cast<double>(finished);
     const double eta = mean * static_cast<double>(todo.size() - finished) / std::max(1, opt.jobs);
     fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished, todo.size(), r.run_id,
-               state, fmt_duration(took),
-               fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
-               fmt_duration(eta),
+               state, dist::detail::fmt_duration(took),
+               dist::detail::fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
+               dist::detail::fmt_duration(eta),
                code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p.logs, r.run_id) : "");
     std::fflush(stdout);
   }

@@ -56,17 +56,6 @@ Site load_site(const std::string& dir, const std::string& name) {
   return s;
 }
 
-void write_file(const std::string& path, const std::string& text, bool executable) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
-  }
-  if (executable) fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(fmt::format("{}: cannot rename", path));
-}
-
 std::string header(const Site& site) {
   std::string h;
   if (!site.partition.empty()) h += fmt::format("#SBATCH --partition={}\n", site.partition);
@@ -138,7 +127,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
     // reading their own list (a re-submission lists fewer runs).
     const std::string runs_file =
         fs::absolute(fs::path(p.slurm) / fmt::format("{}.{}.runs", name, stamp)).string();
-    write_file(runs_file, list, false);
+    write_atomic(runs_file, list, false);
     const int ranks = first.ranks;
     const int gpus = first.config.virtual_learners ? 0
                                                    : first.config.learners * s.resources.gpus_per_learner;
@@ -174,7 +163,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         cmd += quote(a) + " ";
       script += fmt::format("srun -n 1 {}\n", cmd);
       const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
-      write_file(path, script, true);
+      write_atomic(path, script, true);
       submitted += n;
       if (opt.dry_run) {
         fmt::print("would submit: sbatch --parsable {}   (the micro-benchmarks)\n", path);
@@ -194,7 +183,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         fmt::arg("mpi", site.mpi), fmt::arg("ranks", ranks), fmt::arg("self", quote(self)),
         fmt::arg("logs", quote(root + "/logs")));
     const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
-    write_file(path, script, true);
+    write_atomic(path, script, true);
     submitted += n;
     if (opt.dry_run) {
       fmt::print("would submit: sbatch --parsable {}   ({} runs, {} ranks each)\n", path, n, ranks);
@@ -220,7 +209,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   report += header(site) + modules(site);
   report += fmt::format("{} report {}\n", quote(self), quote(root));
   const std::string rpath = fs::absolute(fs::path(p.slurm) / ("asgd-" + s.name + "-report.sbatch")).string();
-  write_file(rpath, report, true);
+  write_atomic(rpath, report, true);
   std::string dep;
   for (const auto& id : job_ids) dep += (dep.empty() ? "" : ":") + id;
   if (opt.dry_run) {
