@@ -3,13 +3,15 @@
 #   tools/setup.sh            build, run and test (compiler, CMake, Kokkos, BLAS, MPI, HDF5, ...)
 #   tools/setup.sh --peers    also the PyTorch peer baseline (python3-torch, about 270 packages)
 #   tools/setup.sh --slurm    also a one-node Slurm (slurm-wlm, munge) for the Slurm tests
+#   tools/setup.sh --list     print the package names (build and test set) and exit
 set -euo pipefail
 
-usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
 
-peers=0 slurm=0
+peers=0 slurm=0 list=0
 for arg in "$@"; do
   case "$arg" in
+    --list) list=1 ;;
     --peers) peers=1 ;;
     --slurm) slurm=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -29,6 +31,10 @@ packages=(
 )
 (( peers )) && packages+=(python3-torch)
 (( slurm )) && packages+=(slurm-wlm munge)
+if (( list )); then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds with warnings as errors and runs every test
 # (unit, MPI, virtual learners, command line, a real one-node Slurm); then builds the AddressSanitizer preset and runs
-# the unit tests under it. This is what CI runs (.ci/run).
+# the unit tests under it, and compiles the `cuda` preset (the native CUDA path, warnings as
+# errors; its GPU tests run where a GPU is, and show as skipped elsewhere). This is what CI runs.
 #   tools/test.sh            all of it
 #   tools/test.sh --no-asan  skip the sanitizer build
+#   tools/test.sh --no-cuda  skip the cuda preset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-asan=1
+asan=1 cuda=1
 for arg in "$@"; do
   case "$arg" in
     --no-asan) asan=0 ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-cuda) cuda=0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -30,5 +33,16 @@ if (( asan )); then
   cmake --preset asan
   cmake --build --preset asan -j "$jobs"
   ctest --preset asan -j "$jobs"
+fi
+if (( cuda )); then
+  nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+  if [[ -x $nvcc ]]; then
+    echo "== cuda preset: compile the CUDA path (warnings are errors); GPU tests (skipped without a GPU)"
+    cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc"
+    cmake --build --preset cuda -j "$jobs" --target asgd test_gpu
+    ctest --preset cuda
+  else
+    echo "test.sh: NOTE: no CUDA toolkit at $nvcc: the cuda preset was not compiled" >&2
+  fi
 fi
 echo "test.sh: all tests passed"

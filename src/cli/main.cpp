@@ -19,6 +19,8 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
+#include "cli/gpu_bench.hpp"
+#include "gpu/gpu.hpp"
 #include "dist/mpi_train.hpp"
 #include "dist/trainer.hpp"
 #include "report/report.hpp"
@@ -92,6 +94,10 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
                  "Training loss above which the run ends as diverged")
       ->capture_default_str();
   app.add_option("--threads", c.threads, "BLAS threads per rank")->capture_default_str();
+  app.add_option("--device", c.device,
+                 "Where learners compute: cpu, or cuda (one GPU per learner by node-local rank; "
+                 "ASGD_GPU_DEVICE=k forces one; needs a build with the cuda preset)")
+      ->capture_default_str();
   app.add_option("--results", c.results_dir, "Results folder")->capture_default_str();
   app.add_option("--suite", c.suite, "Suite name (results go to <results>/<suite>/)")
       ->capture_default_str();
@@ -271,6 +277,14 @@ int cmd_info() {
   const auto info = asgd::collect_run_info();
   fmt::print("asgd-bench {}\n  host    {}\n  Kokkos  {}\n  BLAS    {}\n  HDF5    {}\n", info.git_commit,
              info.host, info.kokkos_version, info.blas, asgd::io::hdf5_version());
+  if (!asgd::gpu::built_with_cuda()) {
+    fmt::print("  CUDA    not built (cmake --preset cuda for --device cuda)\n");
+  } else if (asgd::gpu::device_count() == 0) {
+    fmt::print("  CUDA    built; no device visible\n");
+  } else {
+    for (int d = 0; d < asgd::gpu::device_count(); ++d)
+      fmt::print("  CUDA    {}\n", asgd::gpu::device_info(d).describe());
+  }
   return 0;
 }
 
@@ -373,6 +387,19 @@ int main(int argc, char** argv) {
   compare->add_option("--error-band", copt.error_band, "Allowed increase of test error")
       ->capture_default_str();
 
+  asgd::cli::GpuBenchOptions gb;
+  auto* gpu_bench = app.add_subcommand(
+      "gpu-bench", "Training-step samples/s of zoo models on one GPU (CUDA path) beside cuBLAS SGEMM");
+  gpu_bench->add_option("--models", gb.models, "Models to time")->capture_default_str();
+  gpu_bench->add_option("--batch", gb.batch, "Minibatch size")->capture_default_str();
+  gpu_bench->add_option("--steps", gb.steps, "Timed steps per model")->capture_default_str();
+  gpu_bench->add_option("--gpu", gb.device, "Device index (default: ASGD_GPU_DEVICE or 0)");
+  gpu_bench->add_option("--sgemm-size", gb.sgemm_size, "m of the m^3 SGEMM yardstick")
+      ->capture_default_str();
+  gpu_bench->add_option("--cpu-samples-per-s", gb.cpu_lenet_samples_per_s,
+                        "One CPU learner's lenet samples/s to compare with (README figure)")
+      ->capture_default_str();
+
   std::vector<std::string> files;
   auto* validate = app.add_subcommand("validate", "Check result files against the schema");
   validate->add_option("files", files, "Result files (.h5)")->required();
@@ -394,6 +421,10 @@ int main(int argc, char** argv) {
     if (*train) return cmd_train(cfg, dry_run, quiet, progress_every);
     if (*models) return cmd_models(which, dataset);
     if (*info) return cmd_info();
+    if (*gpu_bench) {
+      KokkosScope kokkos;
+      return asgd::cli::gpu_bench(gb);
+    }
     if (*sweep) {
       for (auto [c, name] : {std::pair{plan, "plan"}, {run, "run"}, {submit, "submit"}, {st, "status"}})
         if (*c) return cmd_sweep(name, sw);

@@ -41,6 +41,9 @@ std::vector<std::string> validate(const TrainConfig& c) {
        fmt::format("target error {} not in [0, 1]", c.target_error));
   need(c.diverge_loss > 0, fmt::format("diverge loss {} must be > 0", c.diverge_loss));
   need(c.threads >= 1, fmt::format("threads {} must be >= 1", c.threads));
+  need(known(c.device, {"cpu", "cuda"}), fmt::format("device '{}' unknown (cpu, cuda)", c.device));
+  need(c.device == "cpu" || !c.virtual_learners,
+       "virtual learners run on the CPU (device cuda is for real learners)");
   need(!c.results_dir.empty(), "results folder must not be empty");
   need(c.learners >= 1, fmt::format("learners {} must be >= 1", c.learners));
   need(c.servers >= 1, fmt::format("servers {} must be >= 1", c.servers));
@@ -129,6 +132,8 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
       {"straggler", c.straggler},
       {"straggler_factor", c.straggler_factor},
   };
+  // Only when not the default, so CPU configurations keep their hashes and run ids.
+  if (c.device != "cpu") j["device"] = c.device;
 }
 
 void from_json(const nlohmann::json& j, TrainConfig& c) {
@@ -188,6 +193,7 @@ void from_json(const nlohmann::json& j, TrainConfig& c) {
   get("comm_s", c.comm_s);
   get("straggler", c.straggler);
   get("straggler_factor", c.straggler_factor);
+  get("device", c.device);
 }
 
 std::string config_hash(const TrainConfig& c) {

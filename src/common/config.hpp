@@ -32,6 +32,9 @@ struct TrainConfig {
   double target_error = 0.1;         // test error fraction for time-to-target
   double diverge_loss = 1e3;         // training loss above this (or NaN/Inf) = diverged
   int threads = 1;                   // BLAS threads per rank
+  // Where learners compute: "cpu" (the Kokkos layers) or "cuda" (the native
+  // CUDA path, one GPU per learner by node-local rank; needs the cuda preset).
+  std::string device = "cpu";
   std::string results_dir = "results";
   std::string suite = "adhoc";
   std::string run_id;                // empty: derived from the config

@@ -167,6 +167,7 @@ class Server {
           t.wait_s = h.wait_s;
           t.push_s = h.push_s;
           t.pull_s = h.pull_s;
+          t.stage_s = h.stage_s;
           if (++byes == L_) {
             if (writer) {
               finish = true;
@@ -389,6 +390,7 @@ class Server {
       rows[l].wait_s = timing_[l].wait_s;
       rows[l].push_s = timing_[l].push_s;
       rows[l].pull_s = timing_[l].pull_s;
+      rows[l].stage_s = timing_[l].stage_s;
     }
     return rows;
   }
@@ -445,8 +447,13 @@ class Server {
 // ---------------------------------------------------------------------------
 // Learner
 // ---------------------------------------------------------------------------
+// net: this learner's GPU (--device cuda), else nullptr. With a GPU the
+// weights are staged host -> device after each pull and the gradient device
+// -> host before each push (timed as stage_s), unless the MPI library is
+// CUDA-aware and messages are in use: then replies land in and pushes leave
+// from device memory directly.
 void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
-                 nn::Model& model, const SharedWindows& shm) {
+                 nn::Model& model, const SharedWindows& shm, gpu::Net* net, bool cuda_aware) {
   const int S = cfg.servers, L = cfg.learners, l = comm.rank() - S;
   const UpdateRule rule(cfg);
   std::vector<Shard> shards;
@@ -457,6 +464,8 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   std::vector<ReplyHeader> replies(S);
   PushHeader totals;
   real_t* params = model.params().data();
+  const bool direct = net != nullptr && cuda_aware && !shm.on;  // MPI moves device memory
+  real_t* recv_base = direct ? net->device_params() : params;
 
   // Replies (header + weights) from every server are received into the
   // parameter buffer. Receives are posted BEFORE the matching push is sent,
@@ -467,7 +476,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
     for (int s = 0; s < S; ++s) {
       heads[s] = irecv(replies[s], s, kReply, comm.get());
       if (!shm.on)
-        bodies[s] = irecv_floats(params + shards[s].offset, shards[s].len, s, kReplyData, comm.get());
+        bodies[s] = irecv_floats(recv_base + shards[s].offset, shards[s].len, s, kReplyData, comm.get());
     }
   };
   // Returns whether server 0 said stop.
@@ -509,13 +518,19 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   // servers read the gradient there, no copy. (The window is free to write:
   // a server has consumed the last gradient before it replies.)
   if (shm.on) model.use_grad_memory(shm.grad_base[static_cast<std::size_t>(l)]);
+  if (net && !direct) {  // page-locked staging buffers copy at full DMA speed
+    const auto bytes = static_cast<std::size_t>(model.n_params()) * sizeof(real_t);
+    net->pin(params, bytes);
+    net->pin(model.grads().data(), bytes);
+  }
+  const real_t* send_base = direct ? net->device_grads() : model.grads().data();
   nn::View x("asgd::x", cfg.batch * train.sample_size());
   nn::IView y("asgd::y", cfg.batch);
   auto xh = Kokkos::create_mirror_view(x);
   auto yh = Kokkos::create_mirror_view(y);
   std::vector<index_t> idx;
   nn::View local_inc, fetched;
-  if (rule.delta()) {
+  if (rule.delta() && !net) {
     local_inc = nn::View("asgd::learner::inc", model.n_params());
     fetched = nn::View("asgd::learner::fetched", model.n_params());
     Kokkos::deep_copy(fetched, model.params());
@@ -523,40 +538,59 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   std::int64_t step = 0;
   while (!stop) {
     PushHeader h;
+    if (net) {
+      if (!direct) net->set_params(params);
+      if (rule.delta()) net->keep_fetched();
+    }
     const auto t0 = Clock::now();
     const int local_steps = rule.delta() ? cfg.n_sync : 1;
     for (int i = 0; i < local_steps; ++i) {
       const auto st = sampler.state();
       sampler.next(idx);
       data::gather_batch(train, idx, xh.data(), yh.data());
-      Kokkos::deep_copy(x, xh);
-      Kokkos::deep_copy(y, yh);
-      model.zero_grads();
-      const auto s = model.forward_backward(
-          cfg.batch, x, y, nn::Context{true, mix(mix(cfg.seed, static_cast<std::uint64_t>(l)), step++)},
-          true);
-      h.loss_sum += s.loss;
-      h.wrong += s.wrong;
-      h.samples += cfg.batch;
-      if (rule.delta()) {
-        const double epoch = static_cast<double>(st.epoch) +
-                             static_cast<double>(st.batch) / static_cast<double>(bpe);
-        kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(scheduled_lr(cfg, epoch)),
-                                       static_cast<real_t>(cfg.momentum),
-                                       static_cast<real_t>(cfg.weight_decay), model.grads(),
-                                       local_inc, model.params());
+      const std::uint64_t seed = mix(mix(cfg.seed, static_cast<std::uint64_t>(l)), step++);
+      const double epoch = static_cast<double>(st.epoch) +
+                           static_cast<double>(st.batch) / static_cast<double>(bpe);
+      const auto lr = static_cast<real_t>(scheduled_lr(cfg, epoch));
+      const auto momentum = static_cast<real_t>(cfg.momentum);
+      const auto wd = static_cast<real_t>(cfg.weight_decay);
+      if (net) {
+        net->zero_grads();
+        const gpu::Loss s = net->forward_backward(cfg.batch, xh.data(), yh.data(), true, seed, true);
+        h.loss_sum += s.loss;
+        h.wrong += s.wrong;
+        if (rule.delta()) net->sgd_update(lr, momentum, wd);
+      } else {
+        Kokkos::deep_copy(x, xh);
+        Kokkos::deep_copy(y, yh);
+        model.zero_grads();
+        const auto s = model.forward_backward(cfg.batch, x, y, nn::Context{true, seed}, true);
+        h.loss_sum += s.loss;
+        h.wrong += s.wrong;
+        if (rule.delta())
+          kernels::sgd_update<nn::Space>(model.n_params(), lr, momentum, wd, model.grads(),
+                                         local_inc, model.params());
       }
+      h.samples += cfg.batch;
     }
     if (rule.delta()) {  // push the accumulated change: local minus fetched
-      Kokkos::deep_copy(model.grads(), model.params());
-      KokkosBlas::axpy(real_t(-1), fetched, model.grads());
+      if (net) {
+        net->delta_to_grads();
+      } else {
+        Kokkos::deep_copy(model.grads(), model.params());
+        KokkosBlas::axpy(real_t(-1), fetched, model.grads());
+      }
     }
-    Kokkos::fence();
+    if (net)
+      net->synchronize();
+    else
+      Kokkos::fence();
     const auto st = sampler.state();
     h.cursor_epoch = st.epoch;
     h.cursor_batch = st.batch;
     const double compute = seconds_since(t0);
     totals.compute_s += compute;
+    if (net && !direct) net->get_grads(model.grads().data());
 
     const auto t1 = Clock::now();
     post_receives();
@@ -571,15 +605,16 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
       hs[s].compute_s = compute;
       r.push_back(isend(hs[s], s, kPush, comm.get()));
       if (!shm.on)
-        r.push_back(isend_floats(model.grads().data() + shards[s].offset, shards[s].len, s,
-                                 kPushData, comm.get()));
+        r.push_back(isend_floats(send_base + shards[s].offset, shards[s].len, s, kPushData,
+                                 comm.get()));
     }
     polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer);
     totals.push_s += seconds_since(t1);
     totals.gradients += 1;
     stop = finish_receives(&totals.wait_s, &totals.pull_s);
-    if (rule.delta() && !stop) Kokkos::deep_copy(fetched, model.params());
+    if (rule.delta() && !stop && !net) Kokkos::deep_copy(fetched, model.params());
   }
+  if (net) totals.stage_s = net->staging_s();
   std::vector<MPI_Request> r;
   for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kBye, comm.get()));
   polite_wait_all(S, r.data());
@@ -711,6 +746,33 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     }
   }
 
+  // --device cuda: each learner takes a GPU by its rank among the learners on
+  // its node. A learner that cannot get one stops the whole run before training.
+  std::unique_ptr<gpu::Net> net;
+  const bool cuda_aware = cfg.device == "cuda" && mpi_cuda_aware();
+  if (cfg.device == "cuda") {
+    MPI_Comm learners_here = MPI_COMM_NULL;
+    mpi_check(MPI_Comm_split(shm.node, server ? 0 : 1, comm.rank(), &learners_here), "Comm_split");
+    int node_learner = 0;
+    mpi_check(MPI_Comm_rank(learners_here, &node_learner), "Comm_rank");
+    mpi_check(MPI_Comm_free(&learners_here), "Comm_free");
+    std::string gpu_error;
+    try {
+      if (!server) net = make_gpu_net(cfg, *model, node_learner);
+    } catch (const std::exception& e) {
+      gpu_error = fmt::format("learner {}: {}", comm.rank() - S, e.what());
+    }
+    int gpu_ok = gpu_error.empty() ? 1 : 0, all_gpu_ok = 0;
+    mpi_check(MPI_Allreduce(&gpu_ok, &all_gpu_ok, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
+    if (!all_gpu_ok) {
+      if (!gpu_error.empty()) throw SetupFailed(gpu_error);
+      throw ReportedElsewhere("a learner could not set up its GPU");
+    }
+    if (net && !opt.quiet)
+      spdlog::info("learner {} on {}{}", comm.rank() - S, net->device().describe(),
+                   cuda_aware && !shm.on ? ", CUDA-aware MPI (no host staging)" : ", host staging");
+  }
+
   const RunInfo info = collect_run_info();
   if (writer && !opt.quiet) {
     spdlog::info("run {} -> {}", resolved_run_id(cfg), out.paths.results);
@@ -733,7 +795,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
       out.result = std::move(res);
     }
   } else {
-    run_learner(cfg, comm, data->train, *model, shm);
+    run_learner(cfg, comm, data->train, *model, shm, net.get(), cuda_aware);
   }
   return out;
 }

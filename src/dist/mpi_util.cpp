@@ -1,5 +1,10 @@
 #include "dist/mpi_util.hpp"
 
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI: MPIX_CUDA_AWARE_SUPPORT
+#endif
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -79,6 +84,18 @@ MPI_Status polite_probe(int source, int tag, MPI_Comm comm) {
     return flag != 0;
   });
   return st;
+}
+
+bool mpi_cuda_aware() {
+  if (const char* env = std::getenv("ASGD_CUDA_AWARE"); env && std::string(env) == "0") return false;
+#if defined(MPIX_GPU_SUPPORT_CUDA)
+  int yes = 0;
+  return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes != 0;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
 }
 
 }  // namespace asgd::dist

@@ -43,4 +43,9 @@ void polite_wait_all(int n, MPI_Request* reqs, Wait kind = Wait::event);
 // Blocks (politely) until a message matching (source, tag) is available.
 MPI_Status polite_probe(int source, int tag, MPI_Comm comm);
 
+// Whether the MPI library says it accepts CUDA device pointers (MPICH's
+// MPIX_GPU_query_support, Open MPI's MPIX_Query_cuda_support);
+// ASGD_CUDA_AWARE=0 turns it off.
+bool mpi_cuda_aware();
+
 }  // namespace asgd::dist

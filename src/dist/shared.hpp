@@ -2,6 +2,7 @@
 // Pieces the single-learner trainer and the MPI core share.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "common/runinfo.hpp"
 #include "dist/trainer.hpp"
 #include "data/dataset.hpp"
+#include "gpu/gpu.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"
 
@@ -26,9 +28,16 @@ std::string fmt_duration(double s);
 struct Eval {
   double loss = 0, error = 0;
 };
-// Forward passes over the test set (or its first eval_samples) in batches.
+// Forward passes over the test set (or its first eval_samples) in batches,
+// on the GPU when net is given (its weights are the ones evaluated).
 Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
-              std::int64_t eval_samples);
+              std::int64_t eval_samples, gpu::Net* net = nullptr);
+
+// The GPU a learner of this run uses (--device cuda), its weights copied from
+// the model; nullptr for --device cpu. node_learner: the learner's index
+// among the learners on its node.
+std::unique_ptr<gpu::Net> make_gpu_net(const TrainConfig& cfg, const nn::Model& model,
+                                       int node_learner);
 
 std::vector<float> to_host(const nn::View& v);
 void from_host(const std::vector<float>& src, const nn::View& v);

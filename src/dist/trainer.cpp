@@ -54,8 +54,18 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   return z ^ (z >> 31);
 }
 
+std::unique_ptr<gpu::Net> make_gpu_net(const TrainConfig& cfg, const nn::Model& model,
+                                       int node_learner) {
+  if (cfg.device != "cuda") return nullptr;
+  auto net = std::make_unique<gpu::Net>(model.spec(), model.max_batch(),
+                                        gpu::pick_device(node_learner));
+  Kokkos::fence();
+  net->set_params(model.params().data());
+  return net;
+}
+
 Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
-              std::int64_t eval_samples) {
+              std::int64_t eval_samples, gpu::Net* net) {
   const index_t total = eval_samples > 0 ? std::min<index_t>(eval_samples, test.n) : test.n;
   const index_t bs = std::min(eval_batch, model.max_batch());
   nn::View x("asgd::eval::x", bs * test.sample_size());
@@ -70,6 +80,12 @@ Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
     idx.resize(n);
     for (index_t i = 0; i < n; ++i) idx[i] = start + i;
     data::gather_batch(test, idx, xh.data(), yh.data());
+    if (net) {
+      const gpu::Loss s = net->forward_backward(n, xh.data(), yh.data(), false, 0, false);
+      loss += s.loss;
+      wrong += s.wrong;
+      continue;
+    }
     Kokkos::deep_copy(x, xh);
     Kokkos::deep_copy(y, yh);
     const auto s = model.forward_backward(n, x, y, nn::Context{false, 0}, false);
@@ -266,8 +282,16 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   auto xh = Kokkos::create_mirror_view(x);
   auto yh = Kokkos::create_mirror_view(y);
   std::vector<index_t> idx;
+  // --device cuda: weights and momentum live on the GPU from here on; the
+  // model's buffers are refreshed from it for checkpoints.
+  const std::unique_ptr<gpu::Net> net = make_gpu_net(cfg, model, 0);
+  if (net) net->set_momentum(inc.data());
 
   auto checkpoint = [&](std::int64_t at) {
+    if (net) {
+      net->get_params(model.params().data());
+      net->get_momentum(inc.data());
+    }
     io::Checkpoint ck;
     ck.run_id = res.run_id;
     ck.model = cfg.model;
@@ -287,7 +311,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   };
   auto run_eval = [&](std::int64_t at) {
     const auto t0 = Clock::now();
-    const Eval e = evaluate(model, data.test, cfg.eval_batch, cfg.eval_samples);
+    const Eval e = evaluate(model, data.test, cfg.eval_batch, cfg.eval_samples, net.get());
     res.evals.push_back({static_cast<double>(at) / static_cast<double>(bpe), at, train_s, e.loss,
                          e.error, seconds_since(t0)});
     if (!opt.quiet)
@@ -298,6 +322,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   if (!opt.quiet) {
     spdlog::info("run {} -> {}", res.run_id, out.paths.results);
     spdlog::info("{}", model.summary());
+    if (net) spdlog::info("device {}", net->device().describe());
     spdlog::info("data {}: {} train, {} test, {}x{}x{}; batch {}, {} updates ({} per epoch); BLAS {}",
                  data.train.name, data.train.n, data.test.n, data.train.h, data.train.w,
                  data.train.c, cfg.batch, total_steps, bpe, info.blas);
@@ -316,15 +341,24 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
     const double lr = scheduled_lr(cfg, epoch_before);
     sampler.next(idx);
     data::gather_batch(data.train, idx, xh.data(), yh.data());
-    Kokkos::deep_copy(x, xh);
-    Kokkos::deep_copy(y, yh);
-    model.zero_grads();
-    const auto s = model.forward_backward(cfg.batch, x, y, nn::Context{true, mix(cfg.seed, clock)},
-                                          true);
-    kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(lr),
-                                   static_cast<real_t>(cfg.momentum),
-                                   static_cast<real_t>(cfg.weight_decay), model.grads(), inc,
-                                   model.params());
+    kernels::LossSum s;
+    if (net) {
+      net->zero_grads();
+      const gpu::Loss g = net->forward_backward(cfg.batch, xh.data(), yh.data(), true,
+                                                mix(cfg.seed, clock), true);
+      net->sgd_update(static_cast<real_t>(lr), static_cast<real_t>(cfg.momentum),
+                      static_cast<real_t>(cfg.weight_decay));
+      s = {g.loss, g.wrong};
+    } else {
+      Kokkos::deep_copy(x, xh);
+      Kokkos::deep_copy(y, yh);
+      model.zero_grads();
+      s = model.forward_backward(cfg.batch, x, y, nn::Context{true, mix(cfg.seed, clock)}, true);
+      kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(lr),
+                                     static_cast<real_t>(cfg.momentum),
+                                     static_cast<real_t>(cfg.weight_decay), model.grads(), inc,
+                                     model.params());
+    }
     Kokkos::fence();
     train_s += seconds_since(t0);
     ++clock;

@@ -37,6 +37,7 @@ struct PushHeader {
   double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;  // BYE: totals
   std::int64_t gradients = 0;                                 // BYE: pushes made
   std::int64_t shm = 0;  // the payload is in the learner's shared-memory window, not a message
+  double stage_s = 0;    // BYE: host<->GPU copy time (--device cuda)
 };
 
 struct ReplyHeader {

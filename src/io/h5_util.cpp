@@ -121,6 +121,12 @@ Group open_group(const Loc& parent, const std::string& name) {
   return Group(check(H5Gopen2(parent.id, name.c_str(), H5P_DEFAULT), "cannot open group " + full));
 }
 
+bool has_link(const Loc& loc, const std::string& name) {
+  const htri_t exists = H5Lexists(loc.id, name.c_str(), H5P_DEFAULT);
+  check_status(exists, "cannot look up " + join(loc.name, name));
+  return exists > 0;
+}
+
 bool has_attribute(const Loc& loc, const std::string& name) {
   const htri_t exists = H5Aexists(loc.id, name.c_str());
   check_status(exists, "cannot look up " + attr_label(loc, name));

@@ -90,6 +90,7 @@ struct Loc {
 Group create_group(const Loc& parent, const std::string& name);
 Group open_group(const Loc& parent, const std::string& name);
 bool has_attribute(const Loc& loc, const std::string& name);
+bool has_link(const Loc& loc, const std::string& name);  // a dataset or group of that name
 
 // Scalar attributes. File types are little-endian fixed-width; strings are
 // variable-length UTF-8.

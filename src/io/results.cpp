@@ -76,6 +76,7 @@ void write_learners(const Loc& parent, const std::vector<LearnerTiming>& rows) {
   write_column(loc, "pull_s", rows, &LearnerTiming::pull_s);
   write_column(loc, "gradients", rows, &LearnerTiming::gradients);
   write_column(loc, "samples", rows, &LearnerTiming::samples);
+  write_column(loc, "stage_s", rows, &LearnerTiming::stage_s);
 }
 
 std::vector<LearnerTiming> read_learners(const Loc& parent) {
@@ -89,6 +90,7 @@ std::vector<LearnerTiming> read_learners(const Loc& parent) {
   read_column(loc, "pull_s", rows, &LearnerTiming::pull_s, false);
   read_column(loc, "gradients", rows, &LearnerTiming::gradients, false);
   read_column(loc, "samples", rows, &LearnerTiming::samples, false);
+  if (has_link(loc, "stage_s")) read_column(loc, "stage_s", rows, &LearnerTiming::stage_s, false);
   return rows;
 }
 

@@ -41,6 +41,7 @@ struct LearnerTiming {
   double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;
   std::int64_t gradients = 0;  // gradients this learner pushed
   std::int64_t samples = 0;
+  double stage_s = 0;  // GPU learners: host<->device copies of weights and gradients
 };
 
 struct Summary {

@@ -82,6 +82,14 @@ class Conv final : public Layer {
   std::string describe() const override {
     return fmt::format("conv {}x{} s{} p{} -> {}", win_.kh, win_.kw, win_.stride, win_.pad, f_);
   }
+  LayerSpec spec() const override {
+    LayerSpec s = Layer::spec();
+    s.units = f_;
+    s.k = win_.kh;
+    s.stride = win_.stride;
+    s.pad = win_.pad;
+    return s;
+  }
   index_t k_len() const { return win_.kh * win_.kw * win_.c; }
   index_t n_params() const override { return k_len() * f_ + f_; }
   void bind(const View& p, const View& g) override {
@@ -160,6 +168,11 @@ class Dense final : public Layer {
   }
   std::string kind() const override { return "dense"; }
   std::string describe() const override { return fmt::format("dense {} -> {}", in_.size(), m_); }
+  LayerSpec spec() const override {
+    LayerSpec s = Layer::spec();
+    s.units = m_;
+    return s;
+  }
   index_t n_params() const override { return in_.size() * m_ + m_; }
   void bind(const View& p, const View& g) override {
     const index_t nw = in_.size() * m_;
@@ -206,6 +219,12 @@ class Pool final : public Layer {
   std::string describe() const override {
     return fmt::format("{} {}x{} s{}", kind(), win_.kh, win_.kw, win_.stride);
   }
+  LayerSpec spec() const override {
+    LayerSpec s = Layer::spec();
+    s.k = win_.kh;
+    s.stride = win_.stride;
+    return s;
+  }
   void reserve(index_t batch) override {
     if (max_) argmax_ = IView("asgd::maxpool::argmax", batch * out_.size());
   }
@@ -248,6 +267,15 @@ class Lrn final : public Layer {
   std::string describe() const override {
     return fmt::format("lrn {} size {} a={} b={} k={}", p_.cross_map ? "cross-map" : "same-map",
                        p_.size, p_.alpha, p_.beta, p_.k);
+  }
+  LayerSpec spec() const override {
+    LayerSpec s = Layer::spec();
+    s.size = p_.size;
+    s.alpha = p_.alpha;
+    s.beta = p_.beta;
+    s.k_const = p_.k;
+    s.cross_map = p_.cross_map;
+    return s;
   }
   void reserve(index_t batch) override {
     denom_ = View("asgd::lrn::denom", batch * in_.size());
@@ -294,6 +322,11 @@ class Dropout final : public Layer {
   }
   std::string kind() const override { return "dropout"; }
   std::string describe() const override { return fmt::format("dropout {}", p_); }
+  LayerSpec spec() const override {
+    LayerSpec s = Layer::spec();
+    s.p = p_;
+    return s;
+  }
   void reserve(index_t batch) override { scale_ = View("asgd::dropout::scale", batch * in_.size()); }
   void forward(index_t n, const View& x, const View& y, const Context& ctx) override {
     const index_t len = n * in_.size();
@@ -431,6 +464,19 @@ kernels::LossSum Model::forward_backward(index_t n, const View& x, const IView& 
     dy = dx;
   }
   return sum;
+}
+
+ModelSpec Model::spec() const {
+  ModelSpec m{name_, input_, classes_, n_params_, {}};
+  index_t off = 0;
+  for (const auto& l : layers_) {
+    LayerSpec s = l->spec();
+    s.offset = off;
+    s.n_params = l->n_params();
+    off += s.n_params;
+    m.layers.push_back(std::move(s));
+  }
+  return m;
 }
 
 double Model::flops_per_sample_forward() const {

@@ -11,6 +11,7 @@
 
 #include "common/types.hpp"
 #include "kernels/kernels.hpp"
+#include "nn/spec.hpp"
 
 namespace asgd::nn {
 
@@ -18,13 +19,6 @@ using Space = Kokkos::DefaultExecutionSpace;
 using View = kernels::View1<Space>;
 using IView = kernels::IView1<Space>;
 using HostView = Kokkos::View<real_t*, Kokkos::LayoutRight, Kokkos::HostSpace>;
-
-// Per-sample shape, H x W x C.
-struct Shape {
-  index_t h = 1, w = 1, c = 1;
-  index_t size() const { return h * w * c; }
-  bool operator==(const Shape&) const = default;
-};
 
 // How a layer's weights start: "normal" (std), "he" (std = sqrt(2/fan_in)),
 // "xavier" (uniform, limit sqrt(6/(fan_in+fan_out))), "zero". Biases are set
@@ -67,6 +61,8 @@ class Layer {
   // Backward flops; with_dx false when no input gradient is computed.
   virtual double flops_backward(index_t n, bool /*with_dx*/) const { return flops_forward(n); }
   virtual std::string describe() const { return kind(); }
+  // This layer as plain data (kind, shapes, window, hyper-parameters).
+  virtual LayerSpec spec() const { return {kind(), name_, in_, out_}; }
 
  protected:
   std::string name_;
@@ -118,6 +114,8 @@ class Model {
 
   double flops_per_sample_train() const;  // forward + backward
   double flops_per_sample_forward() const;
+  // The architecture and parameter layout as plain data (after finalize()).
+  ModelSpec spec() const;
   // A table: layer, kind, output shape, parameters.
   std::string summary() const;
 

@@ -155,8 +155,8 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         "export OPENBLAS_NUM_THREADS={cpus}\n",
         fmt::arg("runs", quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
     if (gpus > 0)
-      script += "# one GPU per learner: each rank binds to the GPU of its node-local rank\n"
-                "export ASGD_GPU_BIND=local-rank\n";
+      script += "# one GPU per learner: asgd --device cuda gives each learner the GPU of its index\n"
+                "# among the learners on its node (ASGD_GPU_DEVICE=k forces device k)\n";
     if (s.mode == "micro") {
       std::string cmd;
       for (const auto& a : micro_command(s, self, fs::absolute(micro_output(first, p)).string()))

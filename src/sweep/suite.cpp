@@ -346,6 +346,7 @@ const std::vector<KeyDef>& key_defs() {
       field("target_error", &C::target_error),
       field("diverge_loss", &C::diverge_loss),
       field("threads", &C::threads),
+      field("device", &C::device),
       field("learners", &C::learners, false, 1),
       field("servers", &C::servers),
       field("protocol", &C::protocol),
@@ -1029,6 +1030,10 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
       pr.add(run_line, fmt::format("run id '{}' given to two different runs", run.run_id));
 
     for (const auto& p : validate(c)) run_problems.add(p, compact);
+    if (s.resources.gpus_per_learner > 0 && !c.virtual_learners && c.device != "cuda")
+      run_problems.add("resources.gpus_per_learner > 0 asks Slurm for GPUs, but device is cpu: "
+                       "set device: cuda (or gpus_per_learner: 0)",
+                       compact);
     if (c.data.kind == "fashion-mnist" || c.data.kind == "mnist" || c.data.kind == "cifar10") {
       const std::string loc =
           c.data.kind + '\n' + (c.data.dir.empty() ? data::default_dir(c.data.kind) : c.data.dir);

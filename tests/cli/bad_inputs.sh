@@ -32,6 +32,12 @@ expect_error "unknown model" "model 'resnet' unknown" -- "$asgd" train "${syn[@]
 expect_error "n > learners" "softsync n 3 must be in 1..learners \(2\)" -- \
   "$asgd" train "${syn[@]}" --learners 2 --protocol softsync --n 3
 expect_error "n_sync < 1" "n_sync 0" -- "$asgd" train "${syn[@]}" --protocol nsync --n-sync 0
+expect_error "unknown device" "device 'tpu' unknown \(cpu, cuda\)" -- "$asgd" train "${syn[@]}" --device tpu
+expect_error "virtual learners on a GPU" "virtual learners run on the CPU" -- \
+  "$asgd" train "${syn[@]}" --device cuda --virtual --learners 2
+# No GPU here: a CPU-only build says how to build with CUDA; a CUDA build says no device is visible.
+expect_error "--device cuda without a GPU" "built without CUDA|no CUDA device visible" -- \
+  "$asgd" train "${syn[@]}" --device cuda
 expect_error "unwritable results folder" "cannot create results folder /proc/" -- \
   "$asgd" train "${syn[@]}" --results /proc/asgd-results
 

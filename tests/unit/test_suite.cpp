@@ -315,8 +315,17 @@ resources:
 }
 
 TEST_F(SuiteTest, GroupByShape) {
+  // GPUs without device: cuda would run CPU learners on a GPU allocation.
+  const std::string err = load_error(write("g.yaml", std::string("name: g\n") + kBase + R"(
+resources:
+  gpus_per_learner: 1
+)"));
+  EXPECT_NE(err.find("gpus_per_learner > 0 asks Slurm for GPUs, but device is cpu"), std::string::npos)
+      << err;
+
   const Suite s = load(std::string("name: shapes\n") + kBase + R"(
 axes:
+  device: [cuda]
   learners: [1, 2, 4, 2]
   lr: [0.1, 0.2]
 resources:
