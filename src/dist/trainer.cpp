@@ -359,7 +359,10 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
                                      static_cast<real_t>(cfg.weight_decay), model.grads(), inc,
                                      model.params());
     }
-    Kokkos::fence();
+    if (net)
+      net->synchronize();  // the update is queued on the GPU's stream: count it in this step
+    else
+      Kokkos::fence();
     train_s += seconds_since(t0);
     ++clock;
     const double loss = s.loss / static_cast<double>(cfg.batch);

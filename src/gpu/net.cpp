@@ -133,11 +133,15 @@ void set_rows(cudnnTensorDescriptor_t d, index_t n, index_t cols) {
 constexpr std::size_t kWorkspaceCap = std::size_t(1) << 30;  // per-algorithm limit
 const float kOne = 1.0f, kZero = 0.0f;
 
-// The first algorithm cuDNN's heuristics rank usable within the workspace cap.
+// The first algorithm cuDNN's heuristics rank usable within the workspace
+// cap, preferring deterministic ones (repeat runs give the same numbers).
 template <class Perf>
 auto first_usable(const Perf* perf, int got, const char* pass, const std::string& layer) {
-  for (int i = 0; i < got; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kWorkspaceCap) return perf[i].algo;
+  for (bool need_deterministic : {true, false})
+    for (int i = 0; i < got; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kWorkspaceCap &&
+          (!need_deterministic || perf[i].determinism == CUDNN_DETERMINISTIC))
+        return perf[i].algo;
   throw Error(fmt::format("cuDNN: no {} algorithm for {} within {} MiB of workspace", pass, layer,
                           kWorkspaceCap >> 20));
 }
@@ -156,6 +160,7 @@ struct GpuLayer {
   Mode mode = Mode::relu;
   bool need_dx = true;
   TensorDesc xd, yd, bias_d;  // re-set for each batch size
+  TensorDesc rows_d;          // conv output as (N*OH*OW, F, 1, 1) rows: for the bias ops
   FilterDesc fd;
   ConvDesc cd;
   PoolDesc pd;
@@ -259,6 +264,7 @@ struct Net::Impl {
   double staging = 0;
 
   ~Impl() {
+    if (stream) cudaStreamSynchronize(stream);  // nothing of ours may still be running
     for (void* p : pinned) cudaHostUnregister(p);
     if (blas) cublasDestroy(blas);
     if (dnn) cudnnDestroy(dnn);
@@ -278,6 +284,9 @@ struct Net::Impl {
     if (L.mode == Mode::conv || L.mode == Mode::pool_cudnn || L.mode == Mode::lrn_cudnn) {
       set_nhwc(L.xd, n, L.s.in);
       set_nhwc(L.yd, n, L.s.out);
+      // NHWC is rows of F values: the bias ops see it that way (cuDNN's NHWC
+      // bias paths are reported far slower than the plain row form).
+      if (L.mode == Mode::conv) set_rows(L.rows_d, n * L.s.out.h * L.s.out.w, L.s.units);
     } else {
       set_rows(L.xd, n, L.s.in.size());
       set_rows(L.yd, n, L.s.out.size());
@@ -350,11 +359,13 @@ struct Net::Impl {
               "cudnnSetConvolution2dDescriptor");
         check(cudnnSetConvolutionMathType(L.cd, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
               "cudnnSetConvolutionMathType");
-        check(cudnnSetTensor4dDescriptor(L.bias_d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1,
+        check(cudnnSetTensor4dDescriptor(L.bias_d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
                                          to_int(s.units, "filters"), 1, 1),
               "cudnnSetTensor4dDescriptor");
         L.wt.resize(static_cast<std::size_t>(L.k_len() * s.units));
         L.dwt.resize(static_cast<std::size_t>(L.k_len() * s.units));
+        // geam reads its B operand (wt itself, scaled by 0): no NaN garbage in it
+        check(cudaMemsetAsync(L.wt.get(), 0, L.wt.size() * sizeof(float), stream), "cudaMemsetAsync");
       } else if (s.kind == "dense") {
         L.mode = Mode::dense;
         check(cudnnSetTensor4dDescriptor(L.bias_d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
@@ -395,6 +406,7 @@ struct Net::Impl {
       } else if (s.kind == "dropout") {
         L.mode = Mode::dropout;
         L.aux.resize(static_cast<std::size_t>(max_batch * s.in.size()));
+        check(cudaMemsetAsync(L.aux.get(), 0, L.aux.size() * sizeof(float), stream), "cudaMemsetAsync");
       } else {
         throw Error(fmt::format("GPU: layer {} has kind '{}' the CUDA path does not know", s.name, s.kind));
       }
@@ -436,7 +448,7 @@ struct Net::Impl {
         check(cudnnConvolutionForward(dnn, &kOne, L.xd, in, L.fd, L.wt.get(), L.cd, a.fwd,
                                       workspace.get(), workspace.size(), &kZero, L.yd, out),
               "cudnnConvolutionForward");
-        check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.yd, out), "cudnnAddTensor (bias)");
+        check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.rows_d, out), "cudnnAddTensor (bias)");
         break;
       }
       case Mode::dense: {
@@ -492,7 +504,7 @@ struct Net::Impl {
       case Mode::conv: {
         const ConvAlgos& a = conv_algos(L, n);
         const int K = to_int(L.k_len(), "K"), F = to_int(s.units, "F");
-        check(cudnnConvolutionBackwardBias(dnn, &kOne, L.yd, dy, &kOne, L.bias_d, db(L)),
+        check(cudnnConvolutionBackwardBias(dnn, &kOne, L.rows_d, dy, &kOne, L.bias_d, db(L)),
               "cudnnConvolutionBackwardBias");
         check(cudnnConvolutionBackwardFilter(dnn, &kOne, L.xd, in, L.yd, dy, L.cd, a.bwd_filter,
                                              workspace.get(), workspace.size(), &kZero, L.fd,
@@ -713,6 +725,8 @@ void Net::delta_to_grads() {
 
 std::vector<real_t> Net::activation(std::size_t i, index_t n) {
   Impl& m = *impl_;
+  if (n < 0 || n > m.max_batch)
+    throw Error(fmt::format("GPU model {}: batch {} outside [0, {}]", m.spec.name, n, m.max_batch));
   const auto len = static_cast<std::size_t>(n * m.spec.layers.at(i).out.size());
   std::vector<real_t> out(len);
   m.copy(out.data(), m.acts.at(i).get(), len, "copy activation from the GPU", false);
