@@ -41,23 +41,9 @@ repeats="${REPEATS:-2}"
 steps="${STEPS:-140}"
 warmup="${WARMUP:-10}"
 data_dir="/usr/share/datasets/fashion-mnist"
-while getopts ":n:s:w:d:h" opt; do
-  case "$opt" in
-    n) repeats="$OPTARG" ;;
-    s) steps="$OPTARG" ;;
-    w) warmup="$OPTARG" ;;
-    d) data_dir="$OPTARG" ;;
-    h) usage; exit 0 ;;
-    :) echo "compare_distributed: -$OPTARG needs a value (see -h)" >&2; exit 2 ;;
-    *) echo "compare_distributed: unknown option -$OPTARG (see -h)" >&2; exit 2 ;;
-  esac
-done
-shift $((OPTIND - 1))
-[[ $# -eq 0 ]] || { echo "compare_distributed: unexpected argument '$1' (see -h)" >&2; exit 2; }
-for v in "$repeats" "$steps"; do
-  [[ "$v" =~ ^[1-9][0-9]*$ ]] ||
-    { echo "compare_distributed: REPEATS and STEPS must be positive integers" >&2; exit 2; }
-done
+# shellcheck source=tools/peers/common.sh
+source "$here/common.sh"
+parse_peer_options compare_distributed "$@"
 [[ "$warmup" =~ ^[0-9]+$ ]] ||
   { echo "compare_distributed: WARMUP must be a non-negative integer" >&2; exit 2; }
 

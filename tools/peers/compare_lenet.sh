@@ -32,22 +32,9 @@ repeats="${REPEATS:-3}"
 steps="${STEPS:-300}"
 warmup="${WARMUP:-20}"
 data_dir="/usr/share/datasets/fashion-mnist"
-while getopts ":n:s:w:d:h" opt; do
-  case "$opt" in
-    n) repeats="$OPTARG" ;;
-    s) steps="$OPTARG" ;;
-    w) warmup="$OPTARG" ;;
-    d) data_dir="$OPTARG" ;;
-    h) usage; exit 0 ;;
-    :) echo "compare_lenet: -$OPTARG needs a value (see -h)" >&2; exit 2 ;;
-    *) echo "compare_lenet: unknown option -$OPTARG (see -h)" >&2; exit 2 ;;
-  esac
-done
-shift $((OPTIND - 1))
-[[ $# -eq 0 ]] || { echo "compare_lenet: unexpected argument '$1' (see -h)" >&2; exit 2; }
-for v in "$repeats" "$steps"; do
-  [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "compare_lenet: REPEATS and STEPS must be positive integers" >&2; exit 2; }
-done
+# shellcheck source=tools/peers/common.sh
+source "$here/common.sh"
+parse_peer_options compare_lenet "$@"
 [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "compare_lenet: WARMUP must be a non-negative integer" >&2; exit 2; }
 
 asgd="${ASGD:-$root/build/default/asgd}"
