@@ -75,9 +75,7 @@ std::vector<std::string> agg_header(const std::string& name) {
   return {name + "_mean", name + "_ci_low", name + "_ci_high", name + "_n"};
 }
 std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
+  return fmt::format("{}", fmt::join(v, sep));
 }
 
 Table speedup_csv(const std::vector<ConfigGroup>& groups) {
