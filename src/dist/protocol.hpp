@@ -5,8 +5,10 @@
 // learning-rate factor of each gradient from its staleness. Used by the MPI
 // server and (later) the virtual one, so both apply identical numerics.
 //
-// g = final_scale(taus) * sum_l factor(tau_l) * grad_l, then
-// inc = momentum*inc - alpha0*(g + wd*w); w += inc.
+// g = final_scale(taus) * sum_l factor(tau_l) * grad_l, r = final_scale(taus) *
+// sum_l factor(tau_l) (the update's mean rate factor), then
+// inc = momentum*inc - alpha0*(g + r*wd*w); w += inc: each learner's step of the
+// regularised objective, weight decay included, is scaled by its rate.
 #include <cstdint>
 #include <span>
 #include <string>

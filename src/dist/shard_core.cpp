@@ -79,11 +79,16 @@ void ShardCore::apply_update(double now_s, const nn::View& payload) {
   if (!rule_.delta()) {
     const double scale = rule_.final_scale(taus);
     const bool direct = rule_.gradients_per_update() == 1;
+    // The rate factor scales each learner's whole step, weight decay included
+    // (it is the gradient of the L2 term of the same objective): otherwise a
+    // staleness-scaled run, with n times the updates per epoch, would decay
+    // weights n times as hard as hardsync. Constant rates: factor 1, as before.
+    const double rate_factor = scale * factor_sum;
     kernels::sgd_update<nn::Space>(len_, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-                                   static_cast<real_t>(cfg_.weight_decay), direct ? payload : acc_,
-                                   inc_, w_,
+                                   static_cast<real_t>(cfg_.weight_decay * rate_factor),
+                                   direct ? payload : acc_, inc_, w_,
                                    static_cast<real_t>(direct ? scale * rule_.factor(taus[0]) : scale));
-    rate = lr * scale * factor_sum;
+    rate = lr * rate_factor;
   }
   Kokkos::fence();
   pending_.clear();

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "common/config.hpp"
+#include "dist/shard_core.hpp"
 #include "dist/trainer.hpp"
 #include "io/results.hpp"
 #include <nlohmann/json.hpp>
@@ -205,4 +206,37 @@ TEST(Schedule, StepScheduleMultipliesAtEachStep) {
   EXPECT_DOUBLE_EQ(asgd::dist::scheduled_lr(c, 0), 0.1);
   EXPECT_DOUBLE_EQ(asgd::dist::scheduled_lr(c, 2.5), 0.1 * 0.1);
   EXPECT_NEAR(asgd::dist::scheduled_lr(c, 4), 0.1 * 0.1 * 0.1, 1e-15);
+}
+
+// The staleness factor scales a learner's whole step, weight decay included:
+// zero gradients, weight decay only, 2-softsync with c = 1 so each arrival
+// is an update. Arrivals at tau 0, 1, 2 shrink w by lr*wd*factor*w each time.
+TEST(ShardCore, StalenessRateScalesWeightDecayToo) {
+  for (const std::string policy : {"staleness", "constant"}) {
+    asgd::TrainConfig cfg;
+    cfg.learners = 2;
+    cfg.protocol = "softsync";
+    cfg.softsync_n = 2;
+    cfg.lr_policy = policy;
+    cfg.lr = 0.1;
+    cfg.momentum = 0;
+    cfg.weight_decay = 0.5;
+    asgd::dist::ShardCore core(cfg, 4, 2, 1000);
+    Kokkos::deep_copy(core.weights(), 1.0f);
+    Kokkos::deep_copy(core.inbox(), 0.0f);
+    double want = 1;
+    const std::int64_t taus[] = {0, 1, 2};
+    for (int i = 0; i < 3; ++i) {
+      asgd::dist::Arrival a;
+      a.learner = i % 2;
+      a.timestamp = core.clock() - taus[i];
+      a.samples = 1;
+      ASSERT_TRUE(core.accept(a, 0.0));
+      const double factor = policy == "staleness" && taus[i] > 0 ? 1.0 / static_cast<double>(taus[i]) : 1.0;
+      want -= cfg.lr * cfg.weight_decay * factor * want;
+    }
+    auto w = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), core.weights());
+    for (int j = 0; j < 4; ++j) EXPECT_NEAR(w(j), want, 1e-6) << policy;
+    EXPECT_NEAR(core.series().updates.back().rate, cfg.lr * (policy == "staleness" ? 0.5 : 1.0), 1e-12);
+  }
 }
