@@ -49,8 +49,10 @@ double rel_err(const std::vector<real_t>& a, const std::vector<real_t>& b) {
 }
 
 // Float tolerance for values that are sums of `reduction` products (the
-// longest reduction in the model): rounding grows about like its square root.
-double tolerance(index_t reduction) { return 2e-6 * std::sqrt(static_cast<double>(reduction)) + 1e-6; }
+// longest reduction in the model): rounding grows about like its square root;
+// about 80 float epsilons per sqrt(term), room for cuDNN's Winograd and FFT
+// algorithms, whose rounding differs from a plain dot product.
+double tolerance(index_t reduction) { return 1e-5 * std::sqrt(static_cast<double>(reduction)) + 1e-6; }
 
 struct Batch {
   std::vector<real_t> x;
@@ -212,7 +214,8 @@ TEST(GpuUpdate, SgdAndNsyncDeltaMatchCpu) {
 }
 
 // 40 SGD steps of cifar10-18pct (momentum, weight decay) on both paths from
-// the same start: the losses must follow each other step by step.
+// the same start: the losses must follow each other step by step (within
+// 2e-3 relative: rounding differences grow a little with every step).
 TEST(GpuTraining, LossCurveFollowsCpu) {
   Model m = asgd::nn::make_model("cifar10-18pct", {32, 32, 3}, 10);
   m.finalize(16);
@@ -237,7 +240,7 @@ TEST(GpuTraining, LossCurveFollowsCpu) {
     net.sgd_update(0.01f, 0.9f, 5e-4f);
     worst = std::max(worst, std::abs(g.loss - c.loss) / std::max(1.0, std::abs(c.loss)));
   }
-  EXPECT_LT(worst, 1e-3) << "largest relative loss difference over 40 steps";
+  EXPECT_LT(worst, 2e-3) << "largest relative loss difference over 40 steps";
 }
 
 }  // namespace
