@@ -6,8 +6,8 @@
 // [KH*KW*C, F] (F innermost) which no cuDNN filter format matches, so each
 // conv keeps a transposed copy [F, KH*KW*C] (cuDNN's NHWC/KRSC filter)
 // refreshed by one cublasSgeam per forward pass, and its weight gradient is
-// transposed back (and accumulated) the same way. Dense weights [K, M] are a
-// column-major M x K matrix to cuBLAS: y^T = W^T x^T is one SGEMM, no copy.
+// transposed back (and accumulated) the same way. Dense weights [M, K] are a
+// column-major K x M matrix to cuBLAS: each pass is one SGEMM, no copy.
 //
 // cuDNN cannot express cuda-convnet's ceil-mode pooling (a clipped last
 // window) nor same-map LRN (a spatial window): those layers use our kernels;
@@ -453,7 +453,8 @@ struct Net::Impl {
       }
       case Mode::dense: {
         const int M = to_int(s.units, "M"), K = to_int(s.in.size(), "K"), N = to_int(n, "batch");
-        check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &kOne, w(L), M, in, K, &kZero,
+        // y^T (M x N) = W (M x K, stored as K x M) * x^T (K x N)
+        check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &kOne, w(L), K, in, K, &kZero,
                           out, M),
               "cublasSgemm (dense forward)");
         check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.yd, out), "cudnnAddTensor (bias)");
@@ -521,13 +522,15 @@ struct Net::Impl {
       }
       case Mode::dense: {
         const int M = to_int(s.units, "M"), K = to_int(s.in.size(), "K"), N = to_int(n, "batch");
-        check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, M, K, N, &kOne, dy, M, in, K, &kOne,
-                          dw(L), M),
+        // dW^T (K x M, the [M, K] buffer) += x^T (K x N) * dy (N x M, stored as M x N)
+        check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, K, M, N, &kOne, in, K, dy, M, &kOne,
+                          dw(L), K),
               "cublasSgemm (dense weight gradient)");
         check(cudnnConvolutionBackwardBias(dnn, &kOne, L.yd, dy, &kOne, L.bias_d, db(L)),
               "cudnnConvolutionBackwardBias (dense)");
         if (dx != nullptr)
-          check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, K, N, M, &kOne, w(L), M, dy, M, &kZero,
+          // dx^T (K x N) = W^T (K x M, stored so) * dy^T (M x N)
+          check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, K, N, M, &kOne, w(L), K, dy, M, &kZero,
                             dx, K),
                 "cublasSgemm (dense input gradient)");
         break;

@@ -74,6 +74,10 @@ Checkpoint read_checkpoint_at(const h5::Loc& root) {
                 std::to_string(kCheckpointSchemaVersion) + ")");
   }
   if (c.schema_version < 1) throw Error("invalid checkpoint schema version " + std::to_string(c.schema_version));
+  if (c.schema_version < 2)
+    throw Error("checkpoint schema version " + std::to_string(c.schema_version) +
+                " stores dense weights [inputs, outputs]; this build stores them [outputs, inputs] "
+                "(schema 2): remove the checkpoint to start the run again");
   c.run_id = h5::read_attr_str(root, "run_id");
   c.model = h5::read_attr_str(root, "model");
   c.config_hash = h5::read_attr_str(root, "config_hash");

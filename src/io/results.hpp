@@ -13,7 +13,8 @@
 namespace asgd::io {
 
 inline constexpr std::int32_t kResultsSchemaVersion = 1;
-inline constexpr std::int32_t kCheckpointSchemaVersion = 1;
+// 2: dense-layer weights stored [outputs, inputs] (1 stored [inputs, outputs]).
+inline constexpr std::int32_t kCheckpointSchemaVersion = 2;
 
 // One row per server update (per optimizer step for a single learner).
 struct UpdateRecord {

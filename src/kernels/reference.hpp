@@ -1,7 +1,7 @@
 #pragma once
 // Plain host reference versions of every kernel in kernels.hpp, templated on
 // the scalar so tests can run them in double for finite-difference checks.
-// Same layouts and conventions: NHWC, weights [K, M] / [KH*KW*C, F],
+// Same layouts and conventions: NHWC, weights [M, K] / [KH*KW*C, F],
 // parameter gradients accumulate, input gradients are overwritten.
 #include <cmath>
 #include <cstdint>
@@ -17,7 +17,7 @@ void dense_forward(index_t n, index_t k, index_t m, const T* x, const T* w, cons
   for (index_t r = 0; r < n; ++r)
     for (index_t j = 0; j < m; ++j) {
       T s = b[j];
-      for (index_t i = 0; i < k; ++i) s += x[r * k + i] * w[i * m + j];
+      for (index_t i = 0; i < k; ++i) s += x[r * k + i] * w[j * k + i];
       y[r * m + j] = s;
     }
 }
@@ -28,13 +28,13 @@ void dense_backward(index_t n, index_t k, index_t m, const T* x, const T* w, con
   for (index_t r = 0; r < n; ++r)
     for (index_t j = 0; j < m; ++j) {
       db[j] += dy[r * m + j];
-      for (index_t i = 0; i < k; ++i) dw[i * m + j] += x[r * k + i] * dy[r * m + j];
+      for (index_t i = 0; i < k; ++i) dw[j * k + i] += x[r * k + i] * dy[r * m + j];
     }
   if (dx == nullptr) return;
   for (index_t r = 0; r < n; ++r)
     for (index_t i = 0; i < k; ++i) {
       T s = 0;
-      for (index_t j = 0; j < m; ++j) s += dy[r * m + j] * w[i * m + j];
+      for (index_t j = 0; j < m; ++j) s += dy[r * m + j] * w[j * k + i];
       dx[r * k + i] = s;
     }
 }

@@ -182,8 +182,13 @@ class Dense final : public Layer {
     db_ = slice(g, nw, m_);
   }
   void init(std::uint64_t seed, real_t* host) const override {
-    const index_t nw = in_.size() * m_;
-    fill_weights(init_, seed, in_.size(), m_, host, nw, host + nw, m_);
+    // Drawn in [K, M] order (the layout before 2026-11) and stored [M, K], so
+    // a seed gives the same network as it always did.
+    const index_t k = in_.size(), nw = k * m_;
+    std::vector<real_t> km(static_cast<std::size_t>(nw));
+    fill_weights(init_, seed, k, m_, km.data(), nw, host + nw, m_);
+    for (index_t i = 0; i < k; ++i)
+      for (index_t j = 0; j < m_; ++j) host[j * k + i] = km[static_cast<std::size_t>(i * m_ + j)];
   }
   void reserve(index_t batch) override {
     ones_ = View("asgd::dense::ones", batch);

@@ -19,7 +19,7 @@ struct Shape {
 
 // One layer. Parameter layout inside the model's flat buffer, from `offset`:
 //   conv:  weights [KH*KW*C, F] (rows (kh, kw, c), F innermost), then bias [F]
-//   dense: weights [K, M] (M innermost), then bias [M]
+//   dense: weights [M, K] (K innermost: each output's weights together), then bias [M]
 // Pools use cuda-convnet's ceil mode (windows clipped at the far edge, first
 // window at 0, no padding); LRN windows are centred and clipped.
 struct LayerSpec {

@@ -424,7 +424,15 @@ TEST_F(IoTest, NewerSchemaVersionIsRefused) {
   c.schema_version = 7;
   asgd::io::write_checkpoint(path("c7.h5"), c);
   const std::string msg_c = error_of([&] { asgd::io::read_checkpoint(path("c7.h5")); });
-  EXPECT_TRUE(contains(msg_c, "schema version 7 is newer than this build (1)")) << msg_c;
+  EXPECT_TRUE(contains(msg_c, "schema version 7 is newer than this build (2)")) << msg_c;
+
+  // Version 1 stored dense weights [inputs, outputs]: refused, not misread.
+  Checkpoint old = sample_checkpoint();
+  old.schema_version = 1;
+  asgd::io::write_checkpoint(path("c1.h5"), old);
+  const std::string msg_old = error_of([&] { asgd::io::read_checkpoint(path("c1.h5")); });
+  EXPECT_TRUE(contains(msg_old, "checkpoint schema version 1 stores dense weights [inputs, outputs]"))
+      << msg_old;
 
   Checkpoint p = sample_checkpoint();
   p.progress.schema_version = 9;
