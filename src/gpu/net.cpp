@@ -135,13 +135,14 @@ const float kOne = 1.0f, kZero = 0.0f;
 
 // The first algorithm cuDNN's heuristics rank usable within the workspace
 // cap, preferring deterministic ones (repeat runs give the same numbers).
+// The entry's `memory` is the algorithm's workspace size for these descriptors.
 template <class Perf>
-auto first_usable(const Perf* perf, int got, const char* pass, const std::string& layer) {
+const Perf& first_usable(const Perf* perf, int got, const char* pass, const std::string& layer) {
   for (bool need_deterministic : {true, false})
     for (int i = 0; i < got; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kWorkspaceCap &&
           (!need_deterministic || perf[i].determinism == CUDNN_DETERMINISTIC))
-        return perf[i].algo;
+        return perf[i];
   throw Error(fmt::format("cuDNN: no {} algorithm for {} within {} MiB of workspace", pass, layer,
                           kWorkspaceCap >> 20));
 }
@@ -303,35 +304,27 @@ struct Net::Impl {
       cudnnConvolutionFwdAlgoPerf_t perf[kMax];
       check(cudnnGetConvolutionForwardAlgorithm_v7(dnn, L.xd, L.fd, L.cd, L.yd, kMax, &got, perf),
             "cudnnGetConvolutionForwardAlgorithm_v7");
-      a.fwd = first_usable(perf, got, "forward", L.s.name);
-      std::size_t ws = 0;
-      check(cudnnGetConvolutionForwardWorkspaceSize(dnn, L.xd, L.fd, L.cd, L.yd, a.fwd, &ws),
-            "cudnnGetConvolutionForwardWorkspaceSize");
-      a.workspace = std::max(a.workspace, ws);
+      const auto& p = first_usable(perf, got, "forward", L.s.name);
+      a.fwd = p.algo;
+      a.workspace = std::max(a.workspace, p.memory);
     }
     {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
       check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, L.xd, L.yd, L.cd, L.fd, kMax, &got,
                                                           perf),
             "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      a.bwd_filter = first_usable(perf, got, "backward-filter", L.s.name);
-      std::size_t ws = 0;
-      check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn, L.xd, L.yd, L.cd, L.fd,
-                                                           a.bwd_filter, &ws),
-            "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-      a.workspace = std::max(a.workspace, ws);
+      const auto& p = first_usable(perf, got, "backward-filter", L.s.name);
+      a.bwd_filter = p.algo;
+      a.workspace = std::max(a.workspace, p.memory);
     }
     if (L.need_dx) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
       check(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, L.fd, L.yd, L.cd, L.xd, kMax, &got,
                                                         perf),
             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      a.bwd_data = first_usable(perf, got, "backward-data", L.s.name);
-      std::size_t ws = 0;
-      check(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn, L.fd, L.yd, L.cd, L.xd, a.bwd_data,
-                                                         &ws),
-            "cudnnGetConvolutionBackwardDataWorkspaceSize");
-      a.workspace = std::max(a.workspace, ws);
+      const auto& p = first_usable(perf, got, "backward-data", L.s.name);
+      a.bwd_data = p.algo;
+      a.workspace = std::max(a.workspace, p.memory);
     }
     ensure_workspace(a.workspace);
     return L.algos.emplace(n, a).first->second;
