@@ -128,6 +128,18 @@ KOKKOS_INLINE_FUNCTION OutRange covering(index_t p, index_t k, index_t stride, i
   return {p >= k ? (p - k) / stride + 1 : 0, p / stride < n_out - 1 ? p / stride : n_out - 1};
 }
 
+// The taps j of a kernel row whose window starts at column x0 (may be negative)
+// that fall inside [0, w): [lo, hi), empty when lo == hi. Those taps read
+// consecutive input pixels, which are contiguous in NHWC.
+struct TapRange {
+  index_t lo, hi;
+};
+KOKKOS_INLINE_FUNCTION TapRange inside_taps(index_t x0, index_t kw, index_t w) {
+  const index_t lo = x0 < 0 ? (-x0 < kw ? -x0 : kw) : 0;
+  const index_t hi = w - x0 < kw ? (w - x0 > lo ? w - x0 : lo) : kw;
+  return {lo, hi};
+}
+
 // db[F] += column sums of dy[R, F], as a GEMM with a ones vector so the
 // vendor BLAS does the reduction (KokkosBlas' own gemv on LayoutRight is slow).
 template <class Space>
@@ -210,35 +222,61 @@ void im2col(const Window& g, const View1<Space>& x, const View1<Space>& col) {
         const index_t ox = r % q.ow;
         const index_t oy = (r / q.ow) % q.oh;
         const index_t b = r / (q.ow * q.oh);
+        const std::size_t cb = static_cast<std::size_t>(q.c) * sizeof(real_t);
+        // The taps [j_lo, j_hi) of a kernel row lie inside the image and are one
+        // copy; the taps left and right of them are padding.
+        const index_t x0 = ox * q.stride - q.pad;
+        const auto [j_lo, j_hi] = detail::inside_taps(x0, q.kw, q.w);
         real_t* out = col.data() + r * q.kh * q.kw * q.c;
-        for (index_t i = 0; i < q.kh; ++i) {
+        for (index_t i = 0; i < q.kh; ++i, out += q.kw * q.c) {
           const index_t iy = oy * q.stride - q.pad + i;
-          for (index_t j = 0; j < q.kw; ++j) {
-            const index_t ix = ox * q.stride - q.pad + j;
-            real_t* dst = out + (i * q.kw + j) * q.c;
-            const bool inside = iy >= 0 && iy < q.h && ix >= 0 && ix < q.w;
-            const real_t* src = inside ? x.data() + ((b * q.h + iy) * q.w + ix) * q.c : nullptr;
-            if (q.c >= 8) {  // channel runs: memcpy/memset (the element loop does not
-                             // vectorise: dst and src may alias as far as GCC knows)
-              if (inside)
-                memcpy(dst, src, static_cast<std::size_t>(q.c) * sizeof(real_t));
-              else
-                memset(dst, 0, static_cast<std::size_t>(q.c) * sizeof(real_t));
-            } else {
-              for (index_t ch = 0; ch < q.c; ++ch) dst[ch] = inside ? src[ch] : real_t(0);
-            }
+          if (iy < 0 || iy >= q.h) {
+            memset(out, 0, cb * static_cast<std::size_t>(q.kw));
+            continue;
           }
+          if (j_lo > 0) memset(out, 0, cb * static_cast<std::size_t>(j_lo));
+          if (j_hi > j_lo)
+            memcpy(out + j_lo * q.c, x.data() + ((b * q.h + iy) * q.w + x0 + j_lo) * q.c,
+                   cb * static_cast<std::size_t>(j_hi - j_lo));
+          if (j_hi < q.kw) memset(out + j_hi * q.c, 0, cb * static_cast<std::size_t>(q.kw - j_hi));
         }
       });
 }
 
 // dx[n, y, x, c] = sum of dcol entries that im2col copied from (n, y, x, c).
-// Gather form: each input pixel sums its own contributions, no atomics.
+// Gather form, no atomics: on the host each input row (n, y) sums its own
+// contributions, one contiguous run of (taps inside) x C values per output
+// pixel and kernel row; on a device each input pixel sums its own.
 template <class Space>
 void col2im(const Window& g, const View1<Space>& dcol, const View1<Space>& dx) {
   detail::check_len("col2im", "dcol", dcol.extent(0), g.n * g.oh * g.ow * g.kh * g.kw * g.c);
   detail::check_len("col2im", "dx", dx.extent(0), g.n * g.h * g.w * g.c);
   const Window q = g;
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                           typename Space::memory_space>::accessible) {
+    const index_t krow = q.kw * q.c, kk = q.kh * krow;
+    Kokkos::parallel_for(
+        "asgd::conv2d_backward[col2im]", Kokkos::RangePolicy<Space>(0, g.n * g.h),
+        KOKKOS_LAMBDA(index_t row) {
+          const index_t iy = row % q.h, b = row / q.h;
+          real_t* __restrict out = dx.data() + row * q.w * q.c;
+          for (index_t e = 0; e < q.w * q.c; ++e) out[e] = real_t(0);
+          const auto ry = detail::covering(iy + q.pad, q.kh, q.stride, q.oh);
+          for (index_t oy = ry.lo; oy <= ry.hi; ++oy) {
+            const index_t i = iy + q.pad - oy * q.stride;
+            const real_t* src_row = dcol.data() + (b * q.oh + oy) * q.ow * kk + i * krow;
+            for (index_t ox = 0; ox < q.ow; ++ox) {
+              const index_t x0 = ox * q.stride - q.pad;
+              const auto [j_lo, j_hi] = detail::inside_taps(x0, q.kw, q.w);
+              const real_t* __restrict src = src_row + ox * kk + j_lo * q.c;
+              real_t* __restrict acc = out + (x0 + j_lo) * q.c;  // dx and dcol never overlap
+              const index_t len = (j_hi - j_lo) * q.c;
+              for (index_t e = 0; e < len; ++e) acc[e] += src[e];
+            }
+          }
+        });
+    return;
+  }
   const index_t pixels = g.n * g.h * g.w;
   Kokkos::parallel_for(
       "asgd::conv2d_backward[col2im]", Kokkos::RangePolicy<Space>(0, pixels),
@@ -264,6 +302,44 @@ void col2im(const Window& g, const View1<Space>& dcol, const View1<Space>& dx) {
         }
       });
 }
+
+namespace detail {
+// The checks both convolution backward passes share. True when there are no
+// outputs: then dx (overwritten, not accumulated) is a sum over nothing, set to 0.
+template <class Space>
+bool conv_backward_begin(const char* what, const Window& g, index_t f, const View1<Space>& wt,
+                         const View1<Space>& dy, const View1<Space>& dx, const View1<Space>& dwt,
+                         const View1<Space>& db, const View1<Space>& ones) {
+  const index_t k = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow;
+  check_len(what, "wt", wt.extent(0), k * f);
+  check_len(what, "dy", dy.extent(0), rows * f);
+  check_len(what, "dwt", dwt.extent(0), k * f);
+  check_len(what, "db", db.extent(0), f);
+  check_len(what, "ones", ones.extent(0), rows);
+  if (rows > 0 && f > 0) return false;
+  const index_t nx = g.n * g.h * g.w * g.c;
+  if (dx.data() != nullptr && nx > 0) {
+    check_len(what, "dx", dx.extent(0), nx);
+    Kokkos::deep_copy(Kokkos::subview(dx, std::make_pair(index_t(0), nx)), real_t(0));
+  }
+  return true;
+}
+// What follows dwt in both: db += column sums of dy; if dx.data(): dcol = dy
+// wt^T and dx = col2im(dcol).
+template <class Space>
+void conv_backward_end(const char* what, const Window& g, index_t f, const View1<Space>& wt,
+                       const View1<Space>& dy, const View1<Space>& dcol, const View1<Space>& dx,
+                       const View1<Space>& db, const View1<Space>& ones) {
+  const index_t k = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow;
+  auto dy2 = as_matrix<Space>(dy, rows, f);
+  bias_grad<Space>(dy2, ones, db);
+  if (dx.data() == nullptr) return;
+  check_len(what, "dcol", dcol.extent(0), rows * k);
+  KokkosBlas::gemm("N", "T", real_t(1), dy2, as_matrix<Space>(wt, k, f), real_t(0),
+                   as_matrix<Space>(dcol, rows, k));
+  col2im<Space>(g, dcol, dx);
+}
+}  // namespace detail
 
 // y = conv(x, wt) + b. wt is [KH*KW*C, F]; col is the im2col workspace, kept
 // for the backward pass.
@@ -292,30 +368,120 @@ void conv2d_backward(const Window& g, index_t f, const View1<Space>& col, const 
   const char* what = "conv2d_backward";
   const index_t k = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow;
   detail::check_len(what, "col", col.extent(0), rows * k);
-  detail::check_len(what, "wt", wt.extent(0), k * f);
-  detail::check_len(what, "dy", dy.extent(0), rows * f);
-  detail::check_len(what, "dwt", dwt.extent(0), k * f);
-  detail::check_len(what, "db", db.extent(0), f);
-  detail::check_len(what, "ones", ones.extent(0), rows);
-  if (rows == 0 || f == 0) {
-    // No outputs: dx (overwritten, not accumulated) is a sum over nothing.
-    const index_t nx = g.n * g.h * g.w * g.c;
-    if (dx.data() != nullptr && nx > 0) {
-      detail::check_len(what, "dx", dx.extent(0), nx);
-      Kokkos::deep_copy(Kokkos::subview(dx, std::make_pair(index_t(0), nx)), real_t(0));
-    }
-    return;
-  }
-  auto dy2 = detail::as_matrix<Space>(dy, rows, f);
-  KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k), dy2, real_t(1),
+  if (detail::conv_backward_begin<Space>(what, g, f, wt, dy, dx, dwt, db, ones)) return;
+  KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k),
+                   detail::as_matrix<Space>(dy, rows, f), real_t(1),
                    detail::as_matrix<Space>(dwt, k, f));
-  detail::bias_grad<Space>(dy2, ones, db);
-  if (dx.data() != nullptr) {
-    detail::check_len(what, "dcol", dcol.extent(0), rows * k);
-    KokkosBlas::gemm("N", "T", real_t(1), dy2, detail::as_matrix<Space>(wt, k, f), real_t(0),
-                     detail::as_matrix<Space>(dcol, rows, k));
-    col2im<Space>(g, dcol, dx);
+  detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);
+}
+
+// ---------------------------------------------------------------------------
+// Convolution, row-folded form (stride 1): instead of all KH*KW taps, the
+// workspace holds each padded input row's KW taps once,
+//   rows[(n, hp, ox), (j, c)] = x[n, hp - pad, ox - pad + j, c],  hp in [0, H + 2*pad),
+// and kernel row i of output row oy reads workspace row hp = oy + i. For one
+// sample and one kernel row that is a contiguous [OH*OW, KW*C] block, so
+//   y_n = sum_i rows_n[i*OW ...] x wt[i*KW*C ..., F]
+// is KH GEMMs of inner dimension KW*C. The workspace is (H+2*pad)/(KH*OH) of
+// im2col's (1/4 at 16x16, 5x5, pad 2), which is the copy the layer saves; the
+// GEMMs run as fast as the single one on the full im2col matrix. One GEMM per
+// sample and kernel row: meant for the host, for layers with many output pixels.
+// ---------------------------------------------------------------------------
+inline index_t im2row_len(const Window& g) {
+  return g.n * (g.h + 2 * g.pad) * g.ow * g.kw * g.c;
+}
+
+template <class Space>
+void im2row(const Window& g, const View1<Space>& x, const View1<Space>& rows) {
+  detail::check_len("im2row", "x", x.extent(0), g.n * g.h * g.w * g.c);
+  detail::check_len("im2row", "rows", rows.extent(0), im2row_len(g));
+  const Window q = g;
+  const index_t hp_n = g.h + 2 * g.pad;
+  Kokkos::parallel_for(
+      "asgd::conv2d[im2row]", Kokkos::RangePolicy<Space>(0, g.n * hp_n * g.ow),
+      KOKKOS_LAMBDA(index_t r) {
+        const index_t ox = r % q.ow;
+        const index_t hp = (r / q.ow) % hp_n;
+        const index_t b = r / (q.ow * hp_n);
+        const index_t iy = hp - q.pad, x0 = ox * q.stride - q.pad;
+        const std::size_t cb = static_cast<std::size_t>(q.c) * sizeof(real_t);
+        real_t* out = rows.data() + r * q.kw * q.c;
+        if (iy < 0 || iy >= q.h) {
+          memset(out, 0, cb * static_cast<std::size_t>(q.kw));
+          return;
+        }
+        const auto [j_lo, j_hi] = detail::inside_taps(x0, q.kw, q.w);
+        if (j_lo > 0) memset(out, 0, cb * static_cast<std::size_t>(j_lo));
+        if (j_hi > j_lo)
+          memcpy(out + j_lo * q.c, x.data() + ((b * q.h + iy) * q.w + x0 + j_lo) * q.c,
+                 cb * static_cast<std::size_t>(j_hi - j_lo));
+        if (j_hi < q.kw) memset(out + j_hi * q.c, 0, cb * static_cast<std::size_t>(q.kw - j_hi));
+      });
+}
+
+namespace detail {
+inline void check_stride1(const char* what, const Window& g) {
+  if (g.stride != 1)
+    throw Error(fmt::format("{}: the row-folded convolution needs stride 1 (stride {})", what,
+                            g.stride));
+}
+// Sample b's block for kernel row i: [OH*OW, KW*C], and kernel row i of wt: [KW*C, F].
+template <class Space>
+View2<Space> row_block(const Window& g, const View1<Space>& rows, index_t b, index_t i) {
+  const index_t krow = g.kw * g.c;
+  return View2<Space>(rows.data() + ((b * (g.h + 2 * g.pad) + i) * g.ow) * krow, g.oh * g.ow,
+                      krow);
+}
+template <class Space>
+View2<Space> weight_row(const Window& g, index_t f, const View1<Space>& wt, index_t i) {
+  const index_t krow = g.kw * g.c;
+  return View2<Space>(wt.data() + i * krow * f, krow, f);
+}
+}  // namespace detail
+
+// y = conv(x, wt) + b, as conv2d_forward; rows is the im2row workspace
+// (im2row_len(g)), kept for the backward pass.
+template <class Space>
+void conv2d_forward_rows(const Window& g, index_t f, const View1<Space>& x, const View1<Space>& wt,
+                         const View1<Space>& b, const View1<Space>& rows, const View1<Space>& y) {
+  const char* what = "conv2d_forward_rows";
+  detail::check_stride1(what, g);
+  const index_t k = g.kh * g.kw * g.c, pix = g.oh * g.ow;
+  detail::check_len(what, "wt", wt.extent(0), k * f);
+  detail::check_len(what, "b", b.extent(0), f);
+  detail::check_len(what, "y", y.extent(0), g.n * pix * f);
+  if (g.n * pix == 0 || f == 0) return;
+  im2row<Space>(g, x, rows);
+  for (index_t n = 0; n < g.n; ++n) {
+    const View2<Space> yn(y.data() + n * pix * f, pix, f);
+    for (index_t i = 0; i < g.kh; ++i)
+      KokkosBlas::gemm("N", "N", real_t(1), detail::row_block<Space>(g, rows, n, i),
+                       detail::weight_row<Space>(g, f, wt, i), real_t(i == 0 ? 0 : 1), yn);
   }
+  detail::add_bias<Space>(detail::as_matrix<Space>(y, g.n * pix, f), b);
+}
+
+// As conv2d_backward, from the im2row workspace: dwt += sum over samples and
+// kernel rows of rows_n^T dy_n; db += column sums of dy; if dx.data(): dcol =
+// dy wt^T (the full im2col shape) and dx = col2im(dcol).
+template <class Space>
+void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
+                          const View1<Space>& wt, const View1<Space>& dy,
+                          const View1<Space>& dcol, const View1<Space>& dx,
+                          const View1<Space>& dwt, const View1<Space>& db,
+                          const View1<Space>& ones) {
+  const char* what = "conv2d_backward_rows";
+  detail::check_stride1(what, g);
+  detail::check_len(what, "rows", rows.extent(0), im2row_len(g));
+  if (detail::conv_backward_begin<Space>(what, g, f, wt, dy, dx, dwt, db, ones)) return;
+  const index_t pix = g.oh * g.ow;
+  for (index_t n = 0; n < g.n; ++n) {
+    const View2<Space> dyn(dy.data() + n * pix * f, pix, f);
+    for (index_t i = 0; i < g.kh; ++i)
+      KokkosBlas::gemm("T", "N", real_t(1), detail::row_block<Space>(g, rows, n, i), dyn,
+                       real_t(1), detail::weight_row<Space>(g, f, dwt, i));
+  }
+  detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);
 }
 
 // ---------------------------------------------------------------------------

@@ -112,7 +112,12 @@ class Conv final : public Layer {
                                         batch)
                   : batch;
     const index_t rows = chunk_ * win_.oh * win_.ow;
-    col_ = View("asgd::conv::col", rows * k_len());
+    // Row-folded (k::im2row) where it pays: stride 1 on the host, and enough
+    // output pixels per sample that one GEMM per sample and kernel row is big.
+    rows_path_ = host && win_.stride == 1 && win_.kh > 1 && win_.oh * win_.ow >= 128;
+    k::Window wc = win_;
+    wc.n = chunk_;
+    col_ = View("asgd::conv::col", rows_path_ ? k::im2row_len(wc) : rows * k_len());
     if (need_dx_) dcol_ = View("asgd::conv::dcol", rows * k_len());
     ones_ = View("asgd::conv::ones", rows);
     Kokkos::deep_copy(ones_, real_t(1));
@@ -120,17 +125,27 @@ class Conv final : public Layer {
   void forward(index_t n, const View& x, const View& y, const Context&) override {
     for (index_t s0 = 0; s0 < n; s0 += chunk_) {
       const k::Window g = chunk(s0, n);
-      k::conv2d_forward<Space>(g, f_, at(x, s0, in_.size(), g.n), w_, b_, col_,
-                               at(y, s0, out_.size(), g.n));
+      if (rows_path_)
+        k::conv2d_forward_rows<Space>(g, f_, at(x, s0, in_.size(), g.n), w_, b_, col_,
+                                      at(y, s0, out_.size(), g.n));
+      else
+        k::conv2d_forward<Space>(g, f_, at(x, s0, in_.size(), g.n), w_, b_, col_,
+                                 at(y, s0, out_.size(), g.n));
     }
   }
   void backward(index_t n, const View& x, const View&, const View& dy, const View& dx) override {
     for (index_t s0 = 0; s0 < n; s0 += chunk_) {
       const k::Window g = chunk(s0, n);
       const View xs = at(x, s0, in_.size(), g.n);
-      if (n > chunk_) k::im2col<Space>(g, xs, col_);  // else col_ still holds this batch
-      k::conv2d_backward<Space>(g, f_, col_, w_, at(dy, s0, out_.size(), g.n), dcol_,
-                                dx.data() ? at(dx, s0, in_.size(), g.n) : View(), dw_, db_, ones_);
+      const View dys = at(dy, s0, out_.size(), g.n);
+      const View dxs = dx.data() ? at(dx, s0, in_.size(), g.n) : View();
+      if (rows_path_) {
+        if (n > chunk_) k::im2row<Space>(g, xs, col_);  // else col_ still holds this batch
+        k::conv2d_backward_rows<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_);
+      } else {
+        if (n > chunk_) k::im2col<Space>(g, xs, col_);
+        k::conv2d_backward<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_);
+      }
     }
   }
   double flops_forward(index_t n) const override {
@@ -152,6 +167,7 @@ class Conv final : public Layer {
   }
 
   index_t chunk_ = 1;
+  bool rows_path_ = false;
   index_t f_;
   Init init_;
   k::Window win_;

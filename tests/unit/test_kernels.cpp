@@ -212,6 +212,7 @@ const ConvCase kConvCases[] = {
     {2, 7, 5, 3, 4, 5, 1, 2},  // kernel 5 pad 2 keeps the size
     {2, 9, 8, 2, 3, 2, 3, 1},  // stride > kernel: some pixels lie in no window
     {1, 6, 5, 2, 3, 1, 1, 0},  // 1x1
+    {2, 3, 4, 3, 2, 2, 1, 2},  // pad >= kernel: some windows lie wholly in the padding
 };
 
 struct PoolCase {
@@ -515,36 +516,78 @@ TEST(Conv2d, ReferenceBackwardMatchesFiniteDifferences) {
   }
 }
 
+// One convolution case's random inputs and the double reference's gradients
+// (param gradients start from dw0/db0: the kernels add to them).
+struct ConvBackwardCase {
+  k::Window g;
+  index_t kk, rows, f, nx;
+  Vec x, wt, b, dy, dw0, db0;
+  DVec dxr, dwr, dbr;
+  ConvBackwardCase(const ConvCase& cc, unsigned seed)
+      : g(k::conv_window(cc.n, cc.h, cc.w, cc.c, cc.k, cc.stride, cc.pad)),
+        kk(g.kh * g.kw * g.c), rows(g.n * g.oh * g.ow), f(cc.f), nx(g.n * g.h * g.w * g.c),
+        x(rand_vec(nx, seed)), wt(rand_vec(kk * f, seed + 1)), b(rand_vec(f, seed + 2)),
+        dy(rand_vec(rows * f, seed + 3)), dw0(rand_vec(kk * f, seed + 4, 0.5f, 1.5f)),
+        db0(rand_vec(f, seed + 5, 0.5f, 1.5f)), dxr(nx, std::nan("")), dwr(dbl(dw0)),
+        dbr(dbl(db0)) {
+    const DVec xd = dbl(x), wd = dbl(wt), dyd = dbl(dy);
+    ref::conv2d_backward<double>(g, f, xd.data(), wd.data(), dyd.data(), dxr.data(), dwr.data(),
+                                 dbr.data());
+  }
+  void expect_grads(const V& dx, const V& dw, const V& db) const {
+    if (dx.data() != nullptr) expect_close(get(dx), dxr, g.kh * g.kw * f, "dx");
+    expect_close(get(dw), dwr, rows + 1, "dw");
+    expect_close(get(db), dbr, rows + 1, "db");
+  }
+};
+
 TEST(Conv2d, BackwardMatchesReferenceAddsToParamGradsOverwritesDx) {
   for (const auto& cc : kConvCases) {
     SCOPED_TRACE(describe(cc));
-    const auto g = k::conv_window(cc.n, cc.h, cc.w, cc.c, cc.k, cc.stride, cc.pad);
-    const index_t kk = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow, f = cc.f;
-    const index_t nx = g.n * g.h * g.w * g.c;
-    const Vec x = rand_vec(nx, 71), wt = rand_vec(kk * f, 72), b = rand_vec(f, 73),
-              dy = rand_vec(rows * f, 74);
-    const Vec dw0 = rand_vec(kk * f, 75, 0.5f, 1.5f), db0 = rand_vec(f, 76, 0.5f, 1.5f);
-    const V xv = make(x), wv = make(wt), dyv = make(dy);
-    V col = nans(rows * kk), y = nans(rows * f);
-    k::conv2d_forward<Space>(g, f, xv, wv, make(b), col, y);
+    const ConvBackwardCase t(cc, 71);
+    const V wv = make(t.wt), dyv = make(t.dy);
+    V col = nans(t.rows * t.kk), y = nans(t.rows * t.f);
+    k::conv2d_forward<Space>(t.g, t.f, make(t.x), wv, make(t.b), col, y);
 
-    V dcol = nans(rows * kk), dx = nans(nx), dw = make(dw0), db = make(db0);
-    k::conv2d_backward<Space>(g, f, col, wv, dyv, dcol, dx, dw, db, ones(rows));
-    const DVec xd = dbl(x), wd = dbl(wt), dyd = dbl(dy);
-    DVec dxr(nx, std::nan("")), dwr = dbl(dw0), dbr = dbl(db0);
-    ref::conv2d_backward<double>(g, f, xd.data(), wd.data(), dyd.data(), dxr.data(), dwr.data(),
-                                 dbr.data());
-    expect_close(get(dx), dxr, g.kh * g.kw * f, "dx");
-    expect_close(get(dw), dwr, rows + 1, "dw");
-    expect_close(get(db), dbr, rows + 1, "db");
+    V dcol = nans(t.rows * t.kk), dx = nans(t.nx), dw = make(t.dw0), db = make(t.db0);
+    k::conv2d_backward<Space>(t.g, t.f, col, wv, dyv, dcol, dx, dw, db, ones(t.rows));
+    t.expect_grads(dx, dw, db);
 
     // Without dx: dcol is not touched, parameter gradients still accumulate.
-    V dcol2 = nans(rows * kk), dw2 = make(dw0), db2 = make(db0);
-    k::conv2d_backward<Space>(g, f, col, wv, dyv, dcol2, V(), dw2, db2, ones(rows));
-    expect_close(get(dw2), dwr, rows + 1, "dw (no dx)");
-    expect_close(get(db2), dbr, rows + 1, "db (no dx)");
+    V dcol2 = nans(t.rows * t.kk), dw2 = make(t.dw0), db2 = make(t.db0);
+    k::conv2d_backward<Space>(t.g, t.f, col, wv, dyv, dcol2, V(), dw2, db2, ones(t.rows));
+    t.expect_grads(V(), dw2, db2);
     expect_all_nan(get(dcol2), "dcol (no dx)");
   }
+}
+
+// The row-folded form (stride 1): same results as the reference, forward and
+// backward, for every stride-1 case, with outputs and workspaces pre-filled with
+// NaN; every workspace element is written.
+TEST(Conv2d, RowFoldedFormMatchesReference) {
+  int tried = 0;
+  for (const auto& cc : kConvCases) {
+    if (cc.stride != 1) continue;
+    ++tried;
+    SCOPED_TRACE(describe(cc));
+    const ConvBackwardCase t(cc, 95);
+    V ws = nans(k::im2row_len(t.g)), y = nans(t.rows * t.f);
+    k::conv2d_forward_rows<Space>(t.g, t.f, make(t.x), make(t.wt), make(t.b), ws, y);
+    for (float v : get(ws)) ASSERT_FALSE(std::isnan(v)) << "im2row left an element unwritten";
+    const DVec xd = dbl(t.x), wd = dbl(t.wt), bd = dbl(t.b);
+    DVec yr(t.rows * t.f);
+    ref::conv2d_forward<double>(t.g, t.f, xd.data(), wd.data(), bd.data(), yr.data());
+    expect_close(get(y), yr, t.kk + 1, "y");
+
+    V dcol = nans(t.rows * t.kk), dx = nans(t.nx), dw = make(t.dw0), db = make(t.db0);
+    k::conv2d_backward_rows<Space>(t.g, t.f, ws, make(t.wt), make(t.dy), dcol, dx, dw, db,
+                                   ones(t.rows));
+    t.expect_grads(dx, dw, db);
+  }
+  EXPECT_GE(tried, 3);
+  const auto strided = k::conv_window(1, 7, 7, 2, 3, 2, 1);
+  V big = nans(4096);
+  EXPECT_THROW(k::conv2d_forward_rows<Space>(strided, 2, big, big, big, big, big), asgd::Error);
 }
 
 TEST(Conv2d, ZeroSizes) {
