@@ -5,10 +5,13 @@
 // times with fences on both sides (manual time).
 //
 // After the runs a table gives each conv/dense layer's forward+backward
-// GFLOP/s as a fraction of the sgemm reference.
+// GFLOP/s as a fraction of the sgemm reference, and paired: against the median
+// of ten 1024^3 sgemms timed just before and just after the layer (robust to
+// this VM's drift in speed during the run).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -75,6 +78,41 @@ double elapsed(Clock::time_point t0) {
 
 enum class Pass { forward, backward, both };
 
+// The 1024^3 sgemm operands, freed with the benches before Kokkos finalizes.
+struct SgemmOperands {
+  asgd::kernels::View2<Space> a, b, c;
+};
+std::unique_ptr<SgemmOperands>& sgemm_operands() {
+  static std::unique_ptr<SgemmOperands> ops;
+  return ops;
+}
+
+// GFLOP/s of one 1024^3 sgemm through KokkosBlas, timed now. The fused
+// forward+backward benchmarks time a few before and after the layer, so each
+// layer is also compared with the BLAS speed of the same moment (this VM's
+// speed drifts by 10% and more over a minute).
+double sgemm_gflops_now() {
+  constexpr index_t n = 1024;
+  auto& ops = sgemm_operands();
+  if (!ops) {
+    using M = asgd::kernels::View2<Space>;
+    ops = std::make_unique<SgemmOperands>(SgemmOperands{M("a", n, n), M("b", n, n), M("c", n, n)});
+    Kokkos::deep_copy(ops->a, real_t(1));
+    Kokkos::deep_copy(ops->b, real_t(2));
+  }
+  Kokkos::fence();
+  const auto t0 = Clock::now();
+  KokkosBlas::gemm("N", "N", real_t(1), ops->a, ops->b, real_t(0), ops->c);
+  Kokkos::fence();
+  return 2.0 * n * n * n * 1e-9 / elapsed(t0);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.empty() ? 0.0 : v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
 void bm_layer(benchmark::State& state, const std::string& model, std::size_t li, Pass pass) {
   Bench& b = get(model);
   auto& layer = *b.model->layers()[li];
@@ -92,19 +130,34 @@ void bm_layer(benchmark::State& state, const std::string& model, std::size_t li,
       state.SkipWithError("non-finite layer output");
       return;
     }
+  double flops = 0;
+  if (pass != Pass::backward) flops += layer.flops_forward(kBatch);
+  if (pass != Pass::forward) flops += layer.flops_backward(kBatch, li != 0);
+  std::vector<double> sgemm;  // GFLOP/s of sgemms timed just before and just after
+  auto time_sgemm = [&] {
+    for (int i = 0; i < 5 && pass == Pass::both; ++i) sgemm.push_back(sgemm_gflops_now());
+  };
+  time_sgemm();
+  // the layer's own data back in cache
+  if (pass != Pass::backward) layer.forward(kBatch, in, out, ctx);
+  if (pass != Pass::forward) layer.backward(kBatch, in, out, b.dy, dx);
+  double total_s = 0;
   for (auto _ : state) {
     Kokkos::fence();
     const auto t0 = Clock::now();
     if (pass != Pass::backward) layer.forward(kBatch, in, out, ctx);
     if (pass != Pass::forward) layer.backward(kBatch, in, out, b.dy, dx);
     Kokkos::fence();
-    state.SetIterationTime(elapsed(t0));
+    const double t = elapsed(t0);
+    state.SetIterationTime(t);
+    total_s += t;
   }
-  double flops = 0;
-  if (pass != Pass::backward) flops += layer.flops_forward(kBatch);
-  if (pass != Pass::forward) flops += layer.flops_backward(kBatch, li != 0);
+  time_sgemm();
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (pass == Pass::both && total_s > 0)
+    state.counters["of_sgemm"] =
+        flops * 1e-9 * static_cast<double>(state.iterations()) / total_s / median(sgemm);
 }
 
 void bm_sgemm(benchmark::State& state) {
@@ -141,9 +194,11 @@ class Reporter : public benchmark::ConsoleReporter {
       auto it = r.counters.find("GFLOP/s");
       // run_name.function_name is the registered name, without the /min_time... suffixes
       if (it != r.counters.end()) gflops[r.run_name.function_name] = it->second.value;
+      auto paired = r.counters.find("of_sgemm");
+      if (paired != r.counters.end()) of_sgemm[r.run_name.function_name] = paired->second.value;
     }
   }
-  std::map<std::string, double> gflops;
+  std::map<std::string, double> gflops, of_sgemm;
 };
 
 }  // namespace
@@ -181,16 +236,19 @@ int main(int argc, char** argv) {
     auto ref = reporter.gflops.find("sgemm/1024");
     if (ref != reporter.gflops.end()) {
       fmt::print("\nBLAS {}\nsgemm 1024^3 reference: {:.1f} GFLOP/s\n", asgd::blas_info(), ref->second);
-      fmt::print("{:<44} {:>10} {:>12}\n", "layer (batch 64, forward+backward)", "GFLOP/s",
-                 "of sgemm");
+      fmt::print("{:<44} {:>10} {:>12} {:>14}\n", "layer (batch 64, forward+backward)", "GFLOP/s",
+                 "of sgemm", "paired sgemm");
       for (const auto& name : fused) {
         auto it = reporter.gflops.find(name);
         if (it == reporter.gflops.end()) continue;
-        fmt::print("{:<44} {:>10.1f} {:>11.0f}%\n", name, it->second,
-                   100 * it->second / ref->second);
+        fmt::print("{:<44} {:>10.1f} {:>11.0f}% {:>13.0f}%\n", name, it->second,
+                   100 * it->second / ref->second, 100 * reporter.of_sgemm[name]);
       }
+      fmt::print("of sgemm: against the reference above; paired sgemm: against the median of "
+                 "10 sgemms timed just before and just after the layer\n");
     }
     benches().clear();
+    sgemm_operands().reset();
     benchmark::Shutdown();
   }
   Kokkos::finalize();
