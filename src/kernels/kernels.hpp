@@ -140,6 +140,22 @@ KOKKOS_INLINE_FUNCTION TapRange inside_taps(index_t x0, index_t kw, index_t w) {
   return {lo, hi};
 }
 
+// One kernel row of an im2col/im2row row: out[j*C + c] = src[(x0 + j)*C + c] for
+// the taps inside [0, w), zero for the rest; src is the input row (n, iy), or
+// nullptr when iy lies in the padding. Inside taps are one copy (contiguous in NHWC).
+KOKKOS_INLINE_FUNCTION void copy_taps(real_t* out, const real_t* src, index_t x0, index_t kw,
+                                      index_t w, index_t c) {
+  const std::size_t cb = static_cast<std::size_t>(c) * sizeof(real_t);
+  if (src == nullptr) {
+    memset(out, 0, cb * static_cast<std::size_t>(kw));
+    return;
+  }
+  const auto [lo, hi] = inside_taps(x0, kw, w);
+  if (lo > 0) memset(out, 0, cb * static_cast<std::size_t>(lo));
+  if (hi > lo) memcpy(out + lo * c, src + (x0 + lo) * c, cb * static_cast<std::size_t>(hi - lo));
+  if (hi < kw) memset(out + hi * c, 0, cb * static_cast<std::size_t>(kw - hi));
+}
+
 // db[F] += column sums of dy[R, F], as a GEMM with a ones vector so the
 // vendor BLAS does the reduction (KokkosBlas' own gemv on LayoutRight is slow).
 template <class Space>
@@ -222,23 +238,13 @@ void im2col(const Window& g, const View1<Space>& x, const View1<Space>& col) {
         const index_t ox = r % q.ow;
         const index_t oy = (r / q.ow) % q.oh;
         const index_t b = r / (q.ow * q.oh);
-        const std::size_t cb = static_cast<std::size_t>(q.c) * sizeof(real_t);
-        // The taps [j_lo, j_hi) of a kernel row lie inside the image and are one
-        // copy; the taps left and right of them are padding.
         const index_t x0 = ox * q.stride - q.pad;
-        const auto [j_lo, j_hi] = detail::inside_taps(x0, q.kw, q.w);
         real_t* out = col.data() + r * q.kh * q.kw * q.c;
         for (index_t i = 0; i < q.kh; ++i, out += q.kw * q.c) {
           const index_t iy = oy * q.stride - q.pad + i;
-          if (iy < 0 || iy >= q.h) {
-            memset(out, 0, cb * static_cast<std::size_t>(q.kw));
-            continue;
-          }
-          if (j_lo > 0) memset(out, 0, cb * static_cast<std::size_t>(j_lo));
-          if (j_hi > j_lo)
-            memcpy(out + j_lo * q.c, x.data() + ((b * q.h + iy) * q.w + x0 + j_lo) * q.c,
-                   cb * static_cast<std::size_t>(j_hi - j_lo));
-          if (j_hi < q.kw) memset(out + j_hi * q.c, 0, cb * static_cast<std::size_t>(q.kw - j_hi));
+          const bool inside = iy >= 0 && iy < q.h;
+          detail::copy_taps(out, inside ? x.data() + (b * q.h + iy) * q.w * q.c : nullptr, x0,
+                            q.kw, q.w, q.c);
         }
       });
 }
@@ -403,19 +409,11 @@ void im2row(const Window& g, const View1<Space>& x, const View1<Space>& rows) {
         const index_t ox = r % q.ow;
         const index_t hp = (r / q.ow) % hp_n;
         const index_t b = r / (q.ow * hp_n);
-        const index_t iy = hp - q.pad, x0 = ox * q.stride - q.pad;
-        const std::size_t cb = static_cast<std::size_t>(q.c) * sizeof(real_t);
-        real_t* out = rows.data() + r * q.kw * q.c;
-        if (iy < 0 || iy >= q.h) {
-          memset(out, 0, cb * static_cast<std::size_t>(q.kw));
-          return;
-        }
-        const auto [j_lo, j_hi] = detail::inside_taps(x0, q.kw, q.w);
-        if (j_lo > 0) memset(out, 0, cb * static_cast<std::size_t>(j_lo));
-        if (j_hi > j_lo)
-          memcpy(out + j_lo * q.c, x.data() + ((b * q.h + iy) * q.w + x0 + j_lo) * q.c,
-                 cb * static_cast<std::size_t>(j_hi - j_lo));
-        if (j_hi < q.kw) memset(out + j_hi * q.c, 0, cb * static_cast<std::size_t>(q.kw - j_hi));
+        const index_t iy = hp - q.pad;
+        const bool inside = iy >= 0 && iy < q.h;
+        detail::copy_taps(rows.data() + r * q.kw * q.c,
+                          inside ? x.data() + (b * q.h + iy) * q.w * q.c : nullptr,
+                          ox * q.stride - q.pad, q.kw, q.w, q.c);
       });
 }
 

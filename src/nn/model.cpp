@@ -125,12 +125,11 @@ class Conv final : public Layer {
   void forward(index_t n, const View& x, const View& y, const Context&) override {
     for (index_t s0 = 0; s0 < n; s0 += chunk_) {
       const k::Window g = chunk(s0, n);
+      const View xs = at(x, s0, in_.size(), g.n), ys = at(y, s0, out_.size(), g.n);
       if (rows_path_)
-        k::conv2d_forward_rows<Space>(g, f_, at(x, s0, in_.size(), g.n), w_, b_, col_,
-                                      at(y, s0, out_.size(), g.n));
+        k::conv2d_forward_rows<Space>(g, f_, xs, w_, b_, col_, ys);
       else
-        k::conv2d_forward<Space>(g, f_, at(x, s0, in_.size(), g.n), w_, b_, col_,
-                                 at(y, s0, out_.size(), g.n));
+        k::conv2d_forward<Space>(g, f_, xs, w_, b_, col_, ys);
     }
   }
   void backward(index_t n, const View& x, const View&, const View& dy, const View& dx) override {
