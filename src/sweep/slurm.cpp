@@ -10,35 +10,96 @@
 
 #include "common/error.hpp"
 #include "sweep/runner.hpp"
+#include "sweep/slurm.hpp"
 
 namespace asgd::sweep {
 
 namespace fs = std::filesystem;
 
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string sbatch_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else if (c == '\\') q += "\\\\";
+    else q += c;
+  }
+  return q + "'";
+}
+
+std::string sbatch_filename_literal(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
+void check_script_value(const std::string& what, const std::string& s) {
+  std::size_t bad = s.size();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x20 || b == 0x7f) {
+      bad = i;
+      break;
+    }
+  }
+  if (bad == s.size()) return;
+  std::string shown;
+  for (char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    shown += b < 0x20 || b == 0x7f ? fmt::format("\\x{:02x}", b) : std::string(1, c);
+  }
+  throw Error(fmt::format(
+      "{}: control character 0x{:02x} at byte {} in '{}': values written into sbatch scripts must not "
+      "hold control characters (a newline there would start a new command)",
+      what, static_cast<unsigned char>(s[bad]), bad, shown));
+}
+
 namespace {
 
-// Per-site settings: slurm/sites/<site>.yaml.
+// Per-site settings: slurm/sites/<site>.yaml. Every value is checked for
+// control characters here (naming file:line: key) and quoted where it is
+// written: partition, account and each `sbatch:` entry as one #SBATCH
+// argument, each module as one `module load` argument, mpi as the value of
+// srun --mpi=.
 struct Site {
   std::string partition, account, mpi = "pmi2";
-  std::vector<std::string> modules, sbatch;  // `module load` lines, extra #SBATCH lines
+  std::vector<std::string> modules, sbatch;  // `module load` arguments, extra #SBATCH options (one each)
   int gpus_per_node = 0;
 };
 
 Site load_site(const std::string& dir, const std::string& name) {
+  check_script_value("--site", name);
   const fs::path path = fs::path(dir) / (name + ".yaml");
   if (!fs::exists(path))
     throw Error(fmt::format("{}: no such site file (sites live in {})", path.string(), dir));
   Site s;
   try {
     const YAML::Node n = YAML::LoadFile(path.string());
+    if (!n.IsNull() && !n.IsMap()) throw Error(fmt::format("{}: a site file must be a mapping of keys", path.string()));
     std::vector<std::string> problems;
     for (const auto& kv : n) {
       const auto key = kv.first.as<std::string>();
-      if (key == "partition") s.partition = kv.second.as<std::string>();
-      else if (key == "account") s.account = kv.second.as<std::string>();
-      else if (key == "mpi") s.mpi = kv.second.as<std::string>();
-      else if (key == "modules") s.modules = kv.second.as<std::vector<std::string>>();
-      else if (key == "sbatch") s.sbatch = kv.second.as<std::vector<std::string>>();
+      const std::string where = fmt::format("{}:{}: {}", path.string(), kv.first.Mark().line + 1, key);
+      auto scalar = [&] {
+        const auto v = kv.second.as<std::string>();
+        check_script_value(where, v);
+        return v;
+      };
+      auto list = [&] {
+        auto v = kv.second.as<std::vector<std::string>>();
+        for (std::size_t i = 0; i < v.size(); ++i) check_script_value(fmt::format("{}[{}]", where, i), v[i]);
+        return v;
+      };
+      if (key == "partition") s.partition = scalar();
+      else if (key == "account") s.account = scalar();
+      else if (key == "mpi") s.mpi = scalar();
+      else if (key == "modules") s.modules = list();
+      else if (key == "sbatch") s.sbatch = list();
       else if (key == "gpus_per_node") s.gpus_per_node = kv.second.as<int>();
       else if (key != "description")
         problems.push_back(fmt::format("{}:{}: unknown key '{}' (partition, account, mpi, modules, "
@@ -58,15 +119,15 @@ Site load_site(const std::string& dir, const std::string& name) {
 
 std::string header(const Site& site) {
   std::string h;
-  if (!site.partition.empty()) h += fmt::format("#SBATCH --partition={}\n", site.partition);
-  if (!site.account.empty()) h += fmt::format("#SBATCH --account={}\n", site.account);
-  for (const auto& l : site.sbatch) h += fmt::format("#SBATCH {}\n", l);
+  if (!site.partition.empty()) h += fmt::format("#SBATCH --partition={}\n", sbatch_quote(site.partition));
+  if (!site.account.empty()) h += fmt::format("#SBATCH --account={}\n", sbatch_quote(site.account));
+  for (const auto& l : site.sbatch) h += fmt::format("#SBATCH {}\n", sbatch_quote(l));
   return h;
 }
 
 std::string modules(const Site& site) {
   std::string m;
-  for (const auto& mod : site.modules) m += fmt::format("module load {}\n", mod);
+  for (const auto& mod : site.modules) m += fmt::format("module load {}\n", shell_quote(mod));
   return m;
 }
 
@@ -89,22 +150,32 @@ std::string capture(const std::string& cmd) {
   return last;
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 }  // namespace
 
 int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& opt) {
+  // Everything that reaches a script is checked before anything is written.
+  check_script_value("--results", results_dir);
+  const std::string root = fs::absolute(suite_paths(s, results_dir).root).string();
+  check_script_value("--results", root);  // the absolute form adds the working folder
+  if (root.find('\\') != std::string::npos)
+    throw Error(fmt::format("--results: '{}' holds a backslash, which turns off Slurm's %-patterns in the log "
+                            "file names (#SBATCH --output); choose a folder without one",
+                            root));
+  const std::string self = fs::absolute(opt.self).string();
+  check_script_value("the asgd executable's path", self);
+  check_script_value(fmt::format("{}: suite name", s.path), s.name);
+  check_script_value(fmt::format("{}: resources time_limit", s.path), s.resources.time_limit);
+  check_script_value(fmt::format("{}: micro filter", s.path), s.bench_filter);
   const Site site = load_site(opt.sites_dir, opt.site);
   const SuitePaths p = suite_paths(s, results_dir);
   const auto configs = write_configs(s, p);
   fs::create_directories(p.slurm);
   fs::create_directories(p.logs);
-  const std::string root = fs::absolute(p.root).string();
-  const std::string self = fs::absolute(opt.self).string();
+  // #SBATCH --output: the folder taken literally (quoted, % doubled), then
+  // Slurm's own patterns (%x job name, %A array job, %a task, %j job id).
+  auto output = [&](const char* pattern) {
+    return sbatch_quote(sbatch_filename_literal(root + "/logs/") + pattern);
+  };
   std::vector<std::string> job_ids;
   int submitted = 0, shape_no = 0;
   const std::string stamp = fmt::format("{}-{}", std::time(nullptr), getpid());
@@ -118,7 +189,9 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
       const RunState st = run_state(*r, p);
       if (st == RunState::done || st == RunState::diverged) continue;  // finished: never again
       const auto idx = static_cast<std::size_t>(r - s.runs.data());
-      list += fs::absolute(configs[idx]).string() + "\n";
+      const std::string config = fs::absolute(configs[idx]).string();
+      check_script_value("a run's config path", config);  // one line each in the run list
+      list += config + "\n";
       ++n;
     }
     if (n == 0) continue;
@@ -140,11 +213,11 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         "#SBATCH --cpus-per-task={cpus}\n"
         "#SBATCH --time={time}\n"
         "#SBATCH --requeue\n"
-        "#SBATCH --output={root}/logs/%x_%A_%a.out\n",
+        "#SBATCH --output={output}\n",
         fmt::arg("suite", s.name), fmt::arg("shape", first.shape), fmt::arg("n", n),
-        fmt::arg("name", name), fmt::arg("last", n - 1), fmt::arg("ranks", ranks),
-        fmt::arg("cpus", s.resources.cpus_per_rank), fmt::arg("time", s.resources.time_limit),
-        fmt::arg("root", root));
+        fmt::arg("name", sbatch_quote(name)), fmt::arg("last", n - 1), fmt::arg("ranks", ranks),
+        fmt::arg("cpus", s.resources.cpus_per_rank), fmt::arg("time", sbatch_quote(s.resources.time_limit)),
+        fmt::arg("output", output("%x_%A_%a.out")));
     if (gpus > 0) script += fmt::format("#SBATCH --gpus={}\n", gpus);
     script += header(site);
     // no -e: a failed run must still leave its .failed marker
@@ -153,14 +226,14 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         "config=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {runs})\n"
         "run_id=$(basename \"$config\" .json)\n"
         "export OPENBLAS_NUM_THREADS={cpus}\n",
-        fmt::arg("runs", quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
+        fmt::arg("runs", shell_quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
     if (gpus > 0)
       script += "# one GPU per learner: asgd --device cuda gives each learner the GPU of its index\n"
                 "# among the learners on its node (ASGD_GPU_DEVICE=k forces device k)\n";
     if (s.mode == "micro") {
       std::string cmd;
       for (const auto& a : micro_command(s, self, fs::absolute(micro_output(first, p)).string()))
-        cmd += quote(a) + " ";
+        cmd += shell_quote(a) + " ";
       script += fmt::format("srun -n 1 {}\n", cmd);
       const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
       write_atomic(path, script, true);
@@ -168,7 +241,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
       if (opt.dry_run) {
         fmt::print("would submit: sbatch --parsable {}   (the micro-benchmarks)\n", path);
       } else {
-        job_ids.push_back(capture("sbatch --parsable " + quote(path)));
+        job_ids.push_back(capture("sbatch --parsable " + shell_quote(path)));
         fmt::print("submitted {} as job {} (the micro-benchmarks)\n", name, job_ids.back());
       }
       continue;
@@ -180,15 +253,15 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         "rc=$?\n"
         "[[ $rc -eq 0 ]] || echo $rc > {logs}/\"$run_id\".failed\n"
         "exit $rc\n",
-        fmt::arg("mpi", site.mpi), fmt::arg("ranks", ranks), fmt::arg("self", quote(self)),
-        fmt::arg("logs", quote(root + "/logs")));
+        fmt::arg("mpi", shell_quote(site.mpi)), fmt::arg("ranks", ranks), fmt::arg("self", shell_quote(self)),
+        fmt::arg("logs", shell_quote(root + "/logs")));
     const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
     write_atomic(path, script, true);
     submitted += n;
     if (opt.dry_run) {
       fmt::print("would submit: sbatch --parsable {}   ({} runs, {} ranks each)\n", path, n, ranks);
     } else {
-      const std::string id = capture("sbatch --parsable " + quote(path));
+      const std::string id = capture("sbatch --parsable " + shell_quote(path));
       job_ids.push_back(id);
       fmt::print("submitted {} as job {} ({} array tasks, {} ranks each)\n", name, id, n, ranks);
     }
@@ -201,13 +274,14 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   std::string report = fmt::format(
       "#!/bin/bash\n"
       "# asgd sweep submit: the report of suite {suite}, after its arrays.\n"
-      "#SBATCH --job-name=asgd-{suite}-report\n"
+      "#SBATCH --job-name={name}\n"
       "#SBATCH --ntasks=1\n"
       "#SBATCH --time=00:30:00\n"
-      "#SBATCH --output={root}/logs/%x_%j.out\n",
-      fmt::arg("suite", s.name), fmt::arg("root", root));
+      "#SBATCH --output={output}\n",
+      fmt::arg("suite", s.name), fmt::arg("name", sbatch_quote("asgd-" + s.name + "-report")),
+      fmt::arg("output", output("%x_%j.out")));
   report += header(site) + modules(site);
-  report += fmt::format("{} report {}\n", quote(self), quote(root));
+  report += fmt::format("{} report {}\n", shell_quote(self), shell_quote(root));
   const std::string rpath = fs::absolute(fs::path(p.slurm) / ("asgd-" + s.name + "-report.sbatch")).string();
   write_atomic(rpath, report, true);
   std::string dep;
@@ -215,7 +289,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   if (opt.dry_run) {
     fmt::print("would submit: sbatch --parsable --dependency=afterany:<array ids> {}\n", rpath);
   } else {
-    const std::string id = capture(fmt::format("sbatch --parsable --dependency=afterany:{} {}", dep, quote(rpath)));
+    const std::string id = capture(fmt::format("sbatch --parsable --dependency=afterany:{} {}", dep, shell_quote(rpath)));
     fmt::print("submitted the report as job {} (after {})\n", id, dep);
   }
   return submitted;

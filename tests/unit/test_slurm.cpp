@@ -1,0 +1,208 @@
+// What `asgd sweep submit` writes into sbatch scripts: shell_quote (read back
+// by a real bash), sbatch_quote (read back by a model of sbatch's #SBATCH
+// parser), the %-escape of log file names, and the refusal of control
+// characters. tests/slurm/injection.sh runs whole generated scripts.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "sweep/slurm.hpp"
+
+using asgd::sweep::check_script_value;
+using asgd::sweep::sbatch_filename_literal;
+using asgd::sweep::sbatch_quote;
+using asgd::sweep::shell_quote;
+
+namespace {
+
+// Runs `bash -c CMD` and returns its stdout.
+std::string bash_output(const std::string& cmd) {
+  // the whole command is itself passed as one single-quoted word to sh
+  FILE* f = popen(("bash -c " + shell_quote(cmd)).c_str(), "r");
+  if (!f) return "<popen failed>";
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  pclose(f);
+  return out;
+}
+
+// The arguments sbatch takes from the text after "#SBATCH" on one line, as
+// sbatch's parser splits them (src/sbatch/opt.c of Slurm 17.11 and later):
+// whitespace separates arguments outside quotes; ' or " opens a quote closed
+// by the same character; a backslash makes the next character literal, inside
+// quotes too; an unquoted # ends the line. An unmatched quote is an error.
+std::vector<std::string> sbatch_args(const std::string& line, bool* unmatched = nullptr) {
+  std::vector<std::string> args;
+  std::size_t i = 0;
+  if (unmatched) *unmatched = false;
+  while (true) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i >= line.size()) break;
+    std::string arg;
+    bool any = false, quoted = false, escape = false, comment = false;
+    char q = 0;
+    for (; i < line.size() && (quoted || !std::isspace(static_cast<unsigned char>(line[i]))); ++i) {
+      const char c = line[i];
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+        continue;
+      } else if (quoted) {
+        if (c == q) {
+          quoted = false;
+          continue;
+        }
+      } else if (c == '\'' || c == '"') {
+        quoted = true;
+        q = c;
+        continue;
+      } else if (c == '#') {
+        comment = true;
+        break;
+      }
+      arg += c;
+      any = true;
+    }
+    if (quoted && unmatched) *unmatched = true;
+    if (any) args.push_back(arg);
+    if (comment || !any) break;
+  }
+  return args;
+}
+
+const std::vector<std::string>& hostile() {
+  static const std::vector<std::string> v = {
+      "",
+      "plain",
+      "with space",
+      "$(touch PWNED)",
+      "`touch PWNED`",
+      "a;touch PWNED",
+      "a && touch PWNED || true",
+      "it's",
+      "''",
+      "'\\''",
+      "\"double\" quotes",
+      "back\\slash\\",
+      "#hash after",
+      "a # b",
+      "%j and %%",
+      "*.glob ?[a-z]",
+      "$HOME ${PATH} $'x'",
+      "!bang",
+      "tab-free but unicode: caf\xc3\xa9 \xe2\x9c\x93",
+      "-starts-with-dash",
+      "trailing space ",
+  };
+  return v;
+}
+
+}  // namespace
+
+TEST(Slurm, ShellQuoteShape) {
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("abc"), "'abc'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("$(x)"), "'$(x)'");
+  EXPECT_EQ(shell_quote("a\\b"), "'a\\b'");  // bash keeps backslashes inside '...'
+}
+
+TEST(Slurm, ShellQuoteReadBackByBash) {
+  for (const auto& s : hostile()) {
+    // printf '[%s]' WORD prints exactly one bracketed argument when the
+    // quoted value is one word and nothing in it ran.
+    EXPECT_EQ(bash_output("printf '[%s]' " + shell_quote(s)), "[" + s + "]") << s;
+  }
+  // Random bytes 0x01-0xff (no NUL): still one literal argument.
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(1, 255);
+  for (int t = 0; t < 50; ++t) {
+    std::string s;
+    for (int k = 0; k < 40; ++k) s += static_cast<char>(byte(rng));
+    EXPECT_EQ(bash_output("printf '[%s]' " + shell_quote(s)), "[" + s + "]") << t;
+  }
+}
+
+TEST(Slurm, SbatchQuoteShape) {
+  EXPECT_EQ(sbatch_quote("abc"), "'abc'");
+  EXPECT_EQ(sbatch_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(sbatch_quote("a\\b"), "'a\\\\b'");  // sbatch's parser escapes inside quotes
+  EXPECT_EQ(sbatch_quote("a # b"), "'a # b'");
+}
+
+TEST(Slurm, SbatchQuoteReadBackBySbatchParser) {
+  for (const auto& s : hostile()) {
+    bool unmatched = true;
+    const auto args = sbatch_args("--comment=" + sbatch_quote(s) + " --next", &unmatched);
+    EXPECT_FALSE(unmatched) << s;
+    ASSERT_EQ(args.size(), 2u) << s;
+    EXPECT_EQ(args[0], "--comment=" + s);
+    EXPECT_EQ(args[1], "--next");
+  }
+  // The model itself: unquoted space splits, unquoted # ends the line.
+  EXPECT_EQ(sbatch_args("--a=b c # d"), (std::vector<std::string>{"--a=b", "c"}));
+  EXPECT_EQ(sbatch_args("--x='a b'\"c d\"e\\#f"), (std::vector<std::string>{"--x=a bc de#f"}));
+  // (as in sbatch, a backslash does not keep an unquoted space: the loop ends at it first)
+  EXPECT_EQ(sbatch_args("e\\ f"), (std::vector<std::string>{"e", "f"}));
+  // Unquoted, a hostile value splits into several arguments: why quoting matters.
+  EXPECT_GT(sbatch_args("--partition=gpu --uid=0 # x").size(), 1u);
+}
+
+TEST(Slurm, SbatchQuoteIsAlsoOneBashWordWithoutBackslashes) {
+  // #SBATCH lines are comments to bash; still, a value without backslashes
+  // quotes the same way for both.
+  for (const auto& s : hostile()) {
+    if (s.find('\\') == std::string::npos) {
+      EXPECT_EQ(sbatch_quote(s), shell_quote(s)) << s;
+    }
+  }
+}
+
+TEST(Slurm, FilenameLiteralDoublesPercent) {
+  EXPECT_EQ(sbatch_filename_literal("/r/%j/%%x"), "/r/%%j/%%%%x");
+  EXPECT_EQ(sbatch_filename_literal("/plain/path"), "/plain/path");
+}
+
+TEST(Slurm, ControlCharactersRefused) {
+  for (int b = 0; b < 0x20; ++b) {
+    const std::string s = std::string("ab") + static_cast<char>(b) + "cd";
+    try {
+      check_script_value("--results", s);
+      ADD_FAILURE() << "byte " << b << " accepted";
+    } catch (const asgd::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("--results: control character", 0), 0u) << msg;
+      EXPECT_NE(msg.find("at byte 2"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << "the message is one line";
+      for (char c : msg) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << "byte " << b << ": " << msg;
+    }
+  }
+  EXPECT_THROW(check_script_value("mpi", "pmi2\x7f"), asgd::Error);
+  EXPECT_THROW(check_script_value("mpi", "pmi2\ntouch PWNED"), asgd::Error);
+  EXPECT_THROW(check_script_value("mpi", std::string("pmi2\0x", 6)), asgd::Error);
+  // Printable ASCII and UTF-8 pass.
+  std::string printable;
+  for (int b = 0x20; b < 0x7f; ++b) printable += static_cast<char>(b);
+  EXPECT_NO_THROW(check_script_value("x", printable));
+  EXPECT_NO_THROW(check_script_value("x", "caf\xc3\xa9 \xe2\x9c\x93"));
+  EXPECT_NO_THROW(check_script_value("x", ""));
+}
+
+TEST(Slurm, ControlCharacterMessageShowsEscapes) {
+  try {
+    check_script_value("site.yaml:3: mpi", "pmi2\ntouch PWNED");
+    FAIL();
+  } catch (const asgd::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("site.yaml:3: mpi: control character 0x0a at byte 4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'pmi2\\x0atouch PWNED'"), std::string::npos) << msg;
+  }
+}
