@@ -3,9 +3,12 @@
 // results/reference/README.md).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -20,12 +23,13 @@ namespace fs = std::filesystem;
 
 constexpr const char* kPapers[] = {"paine2013", "zhang2015"};
 
-json load_reference(const std::string& path) {
+// shown: how messages name the file (see display_path).
+json load_reference(const std::string& path, const std::string& shown) {
   std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open the paper's reference file");
+  if (!in) throw Error(shown + ": cannot open the paper's reference file");
   json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a JSON object");
-  if (!j.contains("claims") || !j["claims"].is_array()) throw Error(path + ": no \"claims\" array");
+  if (j.is_discarded() || !j.is_object()) throw Error(shown + ": not a JSON object");
+  if (!j.contains("claims") || !j["claims"].is_array()) throw Error(shown + ": no \"claims\" array");
   return j;
 }
 
@@ -34,21 +38,49 @@ std::string str(const json& j, const char* name, const std::string& fallback = "
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-bool in_list(const json& claim, const char* name, const std::string& value_text) {
-  const auto it = claim.find(name);
-  if (it == claim.end() || !it->is_array() || value_text.empty()) return false;
-  return std::any_of(it->begin(), it->end(), [&](const json& v) { return v.dump() == value_text; });
+// A number from a config field's text ("15", "0.5"); NaN if it is not one.
+double number_of(const std::string& text) {
+  if (text.empty()) return std::nan("");
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end && *end == '\0' ? v : std::nan("");
 }
 
-// Whether learner count L is one the claim is about (no learner fields: any).
-bool learners_match(const json& claim, int learners) {
-  const std::string text = std::to_string(learners);
-  if (claim.contains("learners")) return in_list(claim, "learners", text);
-  if (claim.contains("learners_range")) {
-    const auto& r = claim["learners_range"];
-    return r.is_array() && r.size() == 2 && learners >= r[0].get<double>() && learners <= r[1].get<double>();
+// Whether a value is one the claim is about, by the claim's list field
+// `name` or its inclusive range field `name`_range; a claim with neither
+// field is about every value.
+bool value_match(const json& claim, const std::string& name, double value) {
+  const auto list = claim.find(name);
+  if (list != claim.end()) {
+    if (!list->is_array() || std::isnan(value)) return false;
+    return std::any_of(list->begin(), list->end(),
+                       [&](const json& v) { return v.is_number() && v.get<double>() == value; });
+  }
+  const auto range = claim.find(name + "_range");
+  if (range != claim.end()) {
+    return range->is_array() && range->size() == 2 && (*range)[0].is_number() && (*range)[1].is_number() &&
+           value >= (*range)[0].get<double>() && value <= (*range)[1].get<double>();
   }
   return true;
+}
+
+// Whether learner count L (the papers' lambda, Paine's GPU clients) is one
+// the claim is about.
+bool learners_match(const json& claim, int learners) { return value_match(claim, "learners", learners); }
+
+// Whether the claim's n-softsync setting covers this configuration: a claim
+// with `n` / `n_range` is about softsync runs with that n only.
+bool n_match(const json& claim, const RunInfo& r) {
+  if (!claim.contains("n") && !claim.contains("n_range")) return true;
+  return r.protocol == "softsync" && value_match(claim, "n", number_of(r.n));
+}
+
+// warm_start: true -> runs with warm_steps > 0; false -> without; absent: any.
+bool warm_match(const json& claim, const RunInfo& r) {
+  const auto it = claim.find("warm_start");
+  if (it == claim.end() || !it->is_boolean()) return true;
+  const bool warm = r.config.is_object() && r.config.value("warm_steps", 0) > 0;
+  return warm == it->get<bool>();
 }
 
 std::string paper_value(const json& claim) {
@@ -61,7 +93,14 @@ std::string paper_value(const json& claim) {
     return fmt::format("{:g}", v);
   };
   std::string out;
-  if (claim.contains("value") && claim["value"].is_number()) {
+  if (const std::string t = str(claim, "value_text"); !t.empty()) {
+    out = t;
+  } else if (claim.contains("values_by_learners") && claim["values_by_learners"].is_object()) {
+    for (const auto& [l, v] : claim["values_by_learners"].items()) {
+      if (!v.is_number()) continue;
+      out += fmt::format("{}{:g}% at L={}", out.empty() ? "" : ", ", 100 * v.get<double>(), l);
+    }
+  } else if (claim.contains("value") && claim["value"].is_number()) {
     out = about + fmt_one(claim["value"].get<double>());
   } else if (claim.contains("value_range") && claim["value_range"].is_array() && claim["value_range"].size() == 2) {
     out = fmt_one(claim["value_range"][0].get<double>()) + "–" + fmt_one(claim["value_range"][1].get<double>());
@@ -89,6 +128,21 @@ std::string ours_of(const std::vector<const ConfigGroup*>& gs) {
   return out + m;
 }
 
+// How the report names a reference file: relative to the repository
+// (results/reference/<paper>.json) when the folder is the repository's
+// results/reference, else as given if relative, else by its file name -- never
+// an absolute path of the machine that wrote the report.
+std::string display_path(const std::string& reference_dir, const std::string& file) {
+  const fs::path dir = fs::path(reference_dir).lexically_normal();
+  std::vector<std::string> parts;
+  for (const auto& c : dir) parts.push_back(c.string());
+  while (!parts.empty() && parts.back().empty()) parts.pop_back();  // trailing '/'
+  const std::size_t k = parts.size();
+  if (k >= 2 && parts[k - 2] == "results" && parts[k - 1] == "reference") return "results/reference/" + file;
+  if (dir.is_relative()) return (dir / file).string();
+  return file + " (in the reference folder)";
+}
+
 std::string seeds_text(const ConfigGroup& g) {
   return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
 }
@@ -108,9 +162,10 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
     return md + "The suite reproduces this paper, but no reference folder (results/reference) was given.\n\n";
   }
   const std::string path = (fs::path(reference_dir) / (std::string(paper) + ".json")).string();
+  const std::string shown = display_path(reference_dir, std::string(paper) + ".json");
   json ref;
   try {
-    ref = load_reference(path);
+    ref = load_reference(path, shown);
   } catch (const Error& e) {
     warnings.push_back(e.what());
     return md + fmt::format("The paper's numbers could not be read: {}\n\n", e.what());
@@ -120,10 +175,14 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
   for (const auto& g : groups) all.push_back(&g);
   md = fmt::format("## Beside the paper: {} (arXiv {})\n\n", str(ref, "citation", paper), str(ref, "arxiv", "?"));
   md += fmt::format(
-      "Numbers labelled **paper** are the published ones ({}; source: `{}`); numbers labelled **ours** come from "
-      "this suite, trained on **{}** — not the paper's data set, model or hardware. Compare trends (speedup with "
-      "learners, error flat in n, which settings diverge), not absolute values.\n\n",
-      str(ref, "method", paper), path, all.empty() ? "no runs" : ours_of(all));
+      "Numbers labelled **paper** are the published ones ({}; source: `{}`, each claim with where the paper "
+      "states it); numbers labelled **ours** come from this suite, trained on **{}** — not the paper's data set, "
+      "model or hardware. Compare trends (speedup with learners, error flat in n, which settings diverge), not "
+      "absolute values. A claim is matched to our configurations by its setting (learner count, n, n_sync, rate "
+      "policy), never by data set.\n\n",
+      str(ref, "method", paper), shown,
+      all.empty() ? "no runs" : ours_of(all));
+  if (const std::string t = str(ref, "source_text"); !t.empty()) md += "Text checked: " + t + "\n\n";
 
   Table t;
   t.header = {"paper's claim", "paper", "ours", "our configuration"};
@@ -132,7 +191,9 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
 
   for (const json& claim : ref["claims"]) {
     if (!claim.is_object()) continue;
-    const std::string kind = str(claim, "kind"), text = str(claim, "text", str(claim, "id"));
+    const std::string kind = str(claim, "kind"), source = str(claim, "source");
+    const std::string text = str(claim, "text", str(claim, "id")) + " — " +
+                             (source.empty() ? std::string("location not given") : source);
     const std::string pv = "paper: " + paper_value(claim);
     std::vector<std::vector<std::string>> rows;
     auto add = [&](const std::string& ours, const std::string& cfg) {
@@ -161,7 +222,7 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
       bool policy_found = false;
       for (const auto* g : all) policy_found = policy_found || g->rep().lr_policy == policy;
       for (const auto* g : all) {
-        if (!learners_match(claim, g->rep().learners)) continue;
+        if (!learners_match(claim, g->rep().learners) || !n_match(claim, g->rep())) continue;
         if (!policy.empty() && policy_found && g->rep().lr_policy != policy) continue;
         at.push_back(g);
       }
@@ -171,10 +232,11 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
       }
       if (at.empty()) add("ours: no matching configuration in this suite", "");
     } else if (kind == "diverges") {
+      // The setting as stated: learner count (lambda) and n both, when given.
       for (const auto* g : all) {
         const RunInfo& r = g->rep();
         if (r.protocol == "hardsync" || (!policy.empty() && r.lr_policy != policy)) continue;
-        if (!learners_match(claim, r.learners) && !in_list(claim, "learners", r.n)) continue;
+        if (!learners_match(claim, r.learners) || !n_match(claim, r)) continue;
         std::string ours = fmt::format("ours: {} of {} seeds diverged", g->diverged, g->runs.size());
         if (g->final_error.state == Agg::State::number) ours += ", final test error " + agg_md(g->final_error, true, 2);
         add(ours, config_label(*g));
@@ -197,6 +259,25 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
             config_label(*g) + ", " + seeds_text(*g));
       }
       if (at.empty()) add("ours: no nsync configuration in this suite", "");
+    } else if (kind == "train_error") {
+      // values_by_learners: the paper's training error per learner count, at
+      // the claim's n_sync (a single learner never syncs: any n_sync) and start.
+      std::vector<const ConfigGroup*> at;
+      const auto by = claim.find("values_by_learners");
+      for (const auto* g : all) {
+        const RunInfo& r = g->rep();
+        if (by == claim.end() || !by->is_object() || !by->contains(std::to_string(r.learners))) continue;
+        if (!warm_match(claim, r)) continue;
+        if (r.learners > 1 && !value_match(claim, "n_sync", number_of(r.n_sync))) continue;
+        at.push_back(g);
+      }
+      for (const auto* g : at) {
+        add("ours: final training error (smoothed) " + agg_md(g->smoothed_error, true, 2),
+            config_label(*g) + ", " + seeds_text(*g));
+      }
+      if (at.empty()) add("ours: no matching configuration in this suite", "");
+    } else if (kind == "trend") {
+      add("ours: not compared automatically (see the error plots of this report)", "");
     } else {
       add("ours: (claim kind '" + kind + "' is not compared automatically)", "");
     }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -563,7 +565,7 @@ TEST(Report, PlotsAndPaperSection) {
   EXPECT_EQ(asgd::report::write_report(opt), 10);
   const std::string err = testing::internal::GetCapturedStderr();
   const std::string md = read_text(suite / "report" / "report.md");
-  EXPECT_TRUE(contains(md, "## Beside the paper: Zhang et al. 2015 (arXiv 1511.05950)")) << md;
+  EXPECT_TRUE(contains(md, "## Beside the paper: Zhang, Gupta, Lian, Liu 2015/2016 (arXiv 1511.05950)")) << md;
   EXPECT_TRUE(contains(md, "paper: about 18% (CIFAR10)"));
   EXPECT_TRUE(contains(md, "ours: final test error"));
   EXPECT_TRUE(contains(md, "ours: 2 of 2 seeds diverged") || contains(md, "no matching configuration"));
@@ -783,6 +785,158 @@ TEST(Report, ThousandRunFilesQuickly) {
   std::printf("1,000 run files: written in %.2f s, reported in %.2f s\n", write_s, report_s);
   EXPECT_EQ(read_csv(suite / "report" / "runs.csv").size(), 1000u);
   // The times are printed, not asserted: timings on shared CI machines are noise.
+}
+
+
+// ---------------------------------------------------------------- papers
+
+// Every claim in results/reference/*.json says where the paper states it.
+TEST(PaperReference, EveryClaimHasItsSourceLocation) {
+  const fs::path dir = fs::path(source_dir()) / "results" / "reference";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  ASSERT_GE(files.size(), 2u) << dir;  // paine2013, zhang2015
+  const std::vector<std::string> kinds = {"speedup", "test_error", "diverges", "n_sync_order", "train_error", "trend"};
+  auto nonempty = [](const json& j, const char* k) { return j.contains(k) && j[k].is_string() && !j[k].get<std::string>().empty(); };
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    std::ifstream in(f);
+    const json ref = json::parse(in, nullptr, false);
+    ASSERT_FALSE(ref.is_discarded());
+    ASSERT_TRUE(ref.is_object());
+    for (const char* k : {"id", "citation", "arxiv", "method", "source_text"}) EXPECT_TRUE(nonempty(ref, k)) << k;
+    EXPECT_EQ(ref.value("id", ""), f.stem().string());
+    ASSERT_TRUE(ref.contains("claims") && ref["claims"].is_array() && !ref["claims"].empty());
+    std::set<std::string> ids;
+    for (const json& c : ref["claims"]) {
+      ASSERT_TRUE(c.is_object());
+      const std::string id = c.value("id", "");
+      SCOPED_TRACE(id);
+      EXPECT_FALSE(id.empty());
+      EXPECT_TRUE(ids.insert(id).second) << "claim id given twice";
+      EXPECT_TRUE(nonempty(c, "text"));
+      // where the paper states it: section / table / figure, or "location not confirmed"
+      EXPECT_TRUE(nonempty(c, "source")) << "no source location";
+      const std::string kind = c.value("kind", "");
+      EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end()) << kind;
+      if (c.contains("value")) {
+        ASSERT_TRUE(c["value"].is_number());
+        if (kind == "test_error") {
+          EXPECT_TRUE(c["value"].get<double>() > 0 && c["value"].get<double>() < 1);
+        }
+      }
+      if (c.contains("value_range")) {
+        ASSERT_TRUE(c["value_range"].is_array() && c["value_range"].size() == 2);
+        EXPECT_LE(c["value_range"][0].get<double>(), c["value_range"][1].get<double>());
+      }
+      for (const char* k : {"learners", "n", "n_sync"}) {
+        if (!c.contains(k)) continue;
+        ASSERT_TRUE(c[k].is_array() && !c[k].empty()) << k;
+        for (const json& v : c[k]) EXPECT_TRUE(v.is_number_integer() && v.get<int>() >= 1) << k;
+      }
+      for (const char* k : {"learners_range", "n_range"}) {
+        if (!c.contains(k)) continue;
+        ASSERT_TRUE(c[k].is_array() && c[k].size() == 2) << k;
+        EXPECT_LE(c[k][0].get<int>(), c[k][1].get<int>()) << k;
+      }
+      // a number, a range, per-learner numbers or words: something to show as "paper"
+      const bool shown = c.contains("value") || c.contains("value_range") || c.contains("values_by_learners") ||
+                         nonempty(c, "value_text") || kind == "diverges" || kind == "n_sync_order";
+      EXPECT_TRUE(shown) << "nothing to show as the paper's figure";
+    }
+  }
+}
+
+// The part of report.md from the row of the claim whose text starts with
+// `from` up to the row of the claim whose text starts with `to`.
+std::string claim_rows(const std::string& md, const std::string& from, const std::string& to) {
+  const auto a = md.find("| " + from);
+  if (a == std::string::npos) return "<no row for: " + from + ">";
+  const auto b = md.find("| " + to, a);
+  return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+// The "fails to converge" claims are matched on the setting the paper states
+// (learner count and n), not on the learner count alone: at L = 30 only the
+// 15- and 30-softsync runs with a constant rate belong to the CIFAR10 claim,
+// and the ImageNet claim (lambda = 18, n = 9 and 18) takes only L = 18, n = 9.
+TEST(PaperReference, FailsRowsMatchTheStatedN) {
+  TempDir tmp("papers_n");
+  const fs::path suite = tmp.path() / "zhang2015-nmatch";
+  auto spec = [&](const std::string& id, const std::string& protocol, int learners, int n, const std::string& lr,
+                  const std::string& status) {
+    Spec s;
+    s.run_id = id;
+    s.suite = "zhang2015-nmatch";
+    s.protocol = protocol;
+    s.learners = learners;
+    s.n = n;
+    s.lr_policy = lr;
+    s.status = status;
+    s.batch = 4;
+    write_run(suite / "runs", s);
+  };
+  spec("hs-L1", "hardsync", 1, 1, "constant", "completed");
+  spec("hs-L30", "hardsync", 30, 1, "constant", "completed");
+  for (int n : {1, 4, 15, 30})
+    spec("ss-L30-n" + std::to_string(n), "softsync", 30, n, "constant", n >= 15 ? "diverged" : "completed");
+  spec("ss-L30-n15-st", "softsync", 30, 15, "staleness", "completed");
+  spec("ss-L18-n1", "softsync", 18, 1, "constant", "completed");
+  spec("ss-L18-n9", "softsync", 18, 9, "constant", "diverged");
+
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  opt.reference_dir = source_dir() + "/results/reference";
+  EXPECT_EQ(asgd::report::write_report(opt), 9);
+  const std::string md = read_text(suite / "report" / "report.md");
+
+  const std::string cifar = claim_rows(md, "CIFAR10, 30 learners, the single-learner rate unchanged", "ImageNet (AlexNet)");
+  EXPECT_TRUE(contains(cifar, "§4.3")) << cifar;  // where the paper says it
+  EXPECT_TRUE(contains(cifar, "softsync L=30 n=15 lr=constant")) << cifar;
+  EXPECT_TRUE(contains(cifar, "softsync L=30 n=30 lr=constant")) << cifar;
+  EXPECT_FALSE(contains(cifar, "n=1 lr")) << cifar;
+  EXPECT_FALSE(contains(cifar, "n=4 lr")) << cifar;
+  EXPECT_FALSE(contains(cifar, "lr=staleness")) << cifar;
+  EXPECT_FALSE(contains(cifar, "L=18")) << cifar;
+  EXPECT_TRUE(contains(cifar, "ours: 1 of 1 seeds diverged")) << cifar;
+
+  const std::string imagenet =
+      claim_rows(md, "ImageNet, 18 learners, mu = 16, the single-learner rate unchanged", "CIFAR10 and ImageNet");
+  EXPECT_TRUE(contains(imagenet, "softsync L=18 n=9 lr=constant")) << imagenet;
+  EXPECT_FALSE(contains(imagenet, "L=18 n=1 ")) << imagenet;
+  EXPECT_FALSE(contains(imagenet, "L=30")) << imagenet;
+
+  // The staleness-rate claim over n (CIFAR10, L = 30) takes the staleness run only.
+  const std::string flat = claim_rows(md, "CIFAR10, 30 learners, mu = 4, staleness-dependent rate", "CIFAR10, 30 learners, the");
+  EXPECT_TRUE(contains(flat, "softsync L=30 n=15 lr=staleness")) << flat;
+  EXPECT_FALSE(contains(flat, "lr=constant")) << flat;
+
+  // The reference file is named relative to the repository, never by an absolute path.
+  EXPECT_TRUE(contains(md, "`results/reference/zhang2015.json`")) << md;
+  EXPECT_FALSE(contains(md, fs::absolute(source_dir()).string() + "/results")) << md;
+  EXPECT_FALSE(contains(md, "location not given")) << md;
+}
+
+// A reference folder elsewhere is named by the file's name, not by its path.
+TEST(PaperReference, ReferenceFolderElsewhereIsNotNamedByAbsolutePath) {
+  TempDir tmp("papers_dir");
+  const fs::path suite = tmp.path() / "paine2013-x";
+  write_suite(suite, "paine2013-x");
+  const fs::path refs = tmp.path() / "my refs";
+  fs::create_directories(refs);
+  fs::copy_file(fs::path(source_dir()) / "results" / "reference" / "paine2013.json", refs / "paine2013.json");
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  opt.reference_dir = refs.string();
+  asgd::report::write_report(opt);
+  const std::string md = read_text(suite / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "## Beside the paper: Paine, Jin, Yang, Lin, Huang 2013 (arXiv 1312.6186)")) << md;
+  EXPECT_FALSE(contains(md, refs.string())) << md;
+  EXPECT_TRUE(contains(md, "`paine2013.json (in the reference folder)`")) << md;
+  EXPECT_TRUE(contains(md, "location not confirmed")) << md;
 }
 
 }  // namespace
