@@ -4,6 +4,9 @@
 #include "io/h5_util.hpp"
 #include "io/results.hpp"
 
+#include <cmath>
+#include <cstdio>
+
 namespace asgd::io {
 
 namespace {
@@ -24,6 +27,35 @@ void validate(const Checkpoint& c) {
     throw Error("shard of " + std::to_string(shard_size) + " parameters at offset " +
                 std::to_string(c.shard_offset) + " does not fit n_params " + std::to_string(c.n_params));
   }
+  if (c.shard_count == 1 && shard_size != c.n_params) {
+    throw Error("holds " + std::to_string(shard_size) + " weights, but its one shard should hold all " +
+                std::to_string(c.n_params) + " parameters");
+  }
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  if (c.clock < 0 || c.schedule_step < 0)
+    throw Error("clock " + std::to_string(c.clock) + " / schedule_step " +
+                std::to_string(c.schedule_step) + " is negative");
+  if (!std::isfinite(c.epochs) || c.epochs < 0)
+    throw Error("epochs " + num(c.epochs) + " is not a finite count >= 0");
+  if (!std::isfinite(c.wall_s) || c.wall_s < 0)
+    throw Error("wall_s " + num(c.wall_s) + " is not a time");
+  for (std::size_t l = 0; l < c.cursors.size(); ++l)
+    if (c.cursors[l].epoch < 0 || c.cursors[l].batch < 0)
+      throw Error("learner " + std::to_string(l) + "'s data cursor (epoch " +
+                  std::to_string(c.cursors[l].epoch) + ", batch " + std::to_string(c.cursors[l].batch) +
+                  ") is negative");
+  // Past the run's end, where the checkpoint carries the run's config.
+  const h5::RunEnd end = h5::run_end_of(c.progress.config_json);
+  if (end.max_epochs >= 0 && c.epochs > end.max_epochs)
+    throw Error("epochs " + num(c.epochs) + " lies past the run's end (" + num(end.max_epochs) +
+                " epochs at most)");
+  if (end.max_steps > 0 && c.clock > end.max_steps)
+    throw Error("clock " + std::to_string(c.clock) + " lies past the run's end (max_steps " +
+                std::to_string(end.max_steps) + ")");
 }
 
 void write_checkpoint_at(const h5::Loc& root, const Checkpoint& c) {
@@ -117,6 +149,48 @@ Checkpoint read_checkpoint(const std::string& path) {
   Checkpoint c;
   h5::read_file(path, [&](const h5::Loc& root) { c = read_checkpoint_at(root); });
   return c;
+}
+
+void check_checkpoint(const Checkpoint& ck, const std::string& path, const CheckpointExpect& want) {
+  const std::string what = want.what;
+  auto fail = [&](const std::string& msg) { throw Error(path + ": " + what + " " + msg); };
+  if (!want.config_hash.empty() && ck.config_hash != want.config_hash)
+    throw Error(path + ": " + what + " was written by another configuration (hash " + ck.config_hash +
+                ", this run " + want.config_hash + "); remove it or choose another --run-id");
+  if (!want.model.empty() && ck.model != want.model)
+    fail("holds model " + ck.model + ", this run is " + want.model);
+  if (want.n_params >= 0 && ck.n_params != want.n_params)
+    fail("holds " + std::to_string(ck.n_params) + " parameters, this run's " + want.model + " has " +
+         std::to_string(want.n_params));
+  if (ck.shard_count != want.shard_count || ck.shard_index != want.shard_index ||
+      ck.shard_offset != want.shard_offset)
+    fail("is shard " + std::to_string(ck.shard_index) + " of " + std::to_string(ck.shard_count) +
+         " (offset " + std::to_string(ck.shard_offset) + "), this run needs shard " +
+         std::to_string(want.shard_index) + " of " + std::to_string(want.shard_count) + " (offset " +
+         std::to_string(want.shard_offset) + ")");
+  const std::int64_t len = want.shard_len >= 0 ? want.shard_len : want.shard_count == 1 ? want.n_params : -1;
+  if (len >= 0 && static_cast<std::int64_t>(ck.weights.size()) != len)
+    fail("holds " + std::to_string(ck.weights.size()) + " weights, this run needs " + std::to_string(len));
+  if (len >= 0 && static_cast<std::int64_t>(ck.momentum.size()) != len)
+    fail("holds " + std::to_string(ck.momentum.size()) + " momentum values, this run needs " +
+         std::to_string(len));
+  if (want.learners >= 0 && static_cast<std::int64_t>(ck.cursors.size()) != want.learners)
+    fail("holds data cursors of " + std::to_string(ck.cursors.size()) + " learners, this run has " +
+         std::to_string(want.learners));
+  if (want.max_clock >= 0 && ck.clock > want.max_clock)
+    fail("is at update " + std::to_string(ck.clock) + ", past the run's end at update " +
+         std::to_string(want.max_clock));
+  if (want.max_epochs >= 0 && ck.epochs > want.max_epochs) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "is at epoch %g, past the run's end (%g epochs)", ck.epochs, want.max_epochs);
+    fail(buf);
+  }
+  if (want.finite_weights) {
+    for (std::size_t i = 0; i < ck.weights.size(); ++i)
+      if (!std::isfinite(ck.weights[i]))
+        fail("holds a non-finite weight (" + std::string(std::isnan(ck.weights[i]) ? "NaN" : "Inf") +
+             " at index " + std::to_string(i) + "): the run it came from diverged");
+  }
 }
 
 }  // namespace asgd::io

@@ -207,6 +207,18 @@ void read_file(const std::string& path, const std::function<void(const Loc&)>& f
 void write_run_result(const Loc& loc, const RunResult& r);
 RunResult read_run_result(const Loc& loc);
 
+// Where a run ends, from its stored configuration (JSON text, as results
+// files and single-learner checkpoints hold it). object: the text is a JSON
+// object; max_epochs: the configured epochs plus one update's worth (an update
+// takes at most n_sync epochs of samples: learners x batch <= training
+// samples), negative when not configured; max_steps: 0 when unlimited.
+struct RunEnd {
+  bool object = false;
+  double max_epochs = -1;
+  std::int64_t max_steps = 0;
+};
+RunEnd run_end_of(const std::string& config_json);
+
 // Current time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_now_iso8601();
 

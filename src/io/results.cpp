@@ -4,6 +4,9 @@
 
 #include "io/h5_util.hpp"
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+
 namespace asgd::io {
 
 namespace h5 {
@@ -197,7 +200,128 @@ RunResult read_run_result(const Loc& loc) {
   return r;
 }
 
+RunEnd run_end_of(const std::string& config_json) {
+  RunEnd end;
+  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return end;
+  end.object = true;
+  double n_sync = 1;
+  if (const auto it = j.find("n_sync"); it != j.end() && it->is_number() && it->get<double>() >= 1)
+    n_sync = it->get<double>();
+  if (const auto it = j.find("epochs"); it != j.end() && it->is_number() && std::isfinite(it->get<double>()))
+    end.max_epochs = it->get<double>() + n_sync + 1e-6;
+  if (const auto it = j.find("max_steps"); it != j.end() && it->is_number_integer())
+    end.max_steps = std::max<std::int64_t>(0, it->get<std::int64_t>());
+  return end;
+}
+
 }  // namespace h5
+
+namespace {
+
+bool is_json_object(const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  return !j.is_discarded() && j.is_object();
+}
+
+std::string cut(const std::string& v) {
+  std::string s;
+  for (char ch : v.substr(0, 60)) s += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
+  return v.size() > 60 ? s + "..." : s;
+}
+
+}  // namespace
+
+std::vector<std::string> result_problems(const RunResult& r) {
+  std::vector<std::string> p;
+  auto need = [&](bool ok, const std::string& msg) {
+    if (!ok) p.push_back(msg);
+  };
+  auto time_ok = [](double v) { return std::isfinite(v) && v >= 0; };
+  auto fraction_ok = [](double v) { return std::isnan(v) || (v >= 0 && v <= 1); };
+  auto fmt_d = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  need(r.status == "completed" || r.status == "diverged" || r.status == "failed",
+       "status \"" + cut(r.status) + "\" is not completed, diverged or failed");
+  need(r.mode == "real" || r.mode == "virtual", "mode \"" + cut(r.mode) + "\" is not real or virtual");
+  need(!r.run_id.empty() && r.run_id.find('/') == std::string::npos && r.run_id != "." &&
+           r.run_id != "..",
+       "run_id \"" + cut(r.run_id) + "\" is not a file name");
+  need(is_json_object(r.config_json), "config is not a JSON object: \"" + cut(r.config_json) + "\"");
+  need(is_json_object(r.timing_model_json),
+       "timing_model is not a JSON object: \"" + cut(r.timing_model_json) + "\"");
+  // Series: the first bad row of each column is enough.
+  auto rows = [&](const char* table, std::size_t n, const char* column, auto bad, auto value) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (bad(i)) {
+        p.push_back(std::string(table) + "/" + column + " row " + std::to_string(i) + ": " + value(i));
+        return;
+      }
+  };
+  const auto& u = r.updates;
+  rows("/updates", u.size(), "clock", [&](std::size_t i) { return u[i].clock < 0 || (i > 0 && u[i].clock < u[i - 1].clock); },
+       [&](std::size_t i) { return std::to_string(u[i].clock) + " is negative or goes backwards"; });
+  rows("/updates", u.size(), "wall_s", [&](std::size_t i) { return !time_ok(u[i].wall_s); },
+       [&](std::size_t i) { return fmt_d(u[i].wall_s) + " is not a time"; });
+  rows("/updates", u.size(), "gradients", [&](std::size_t i) { return u[i].gradients < 0; },
+       [&](std::size_t i) { return std::to_string(u[i].gradients) + " is negative"; });
+  rows("/updates", u.size(), "mean_tau", [&](std::size_t i) { return u[i].mean_tau < 0; },
+       [&](std::size_t i) { return fmt_d(u[i].mean_tau) + " is negative"; });
+  rows("/updates", u.size(), "samples", [&](std::size_t i) { return u[i].samples < 0; },
+       [&](std::size_t i) { return std::to_string(u[i].samples) + " is negative"; });
+  rows("/updates", u.size(), "train_error", [&](std::size_t i) { return !fraction_ok(u[i].train_error); },
+       [&](std::size_t i) { return fmt_d(u[i].train_error) + " is not in [0, 1]"; });
+  const auto& e = r.evals;
+  rows("/evals", e.size(), "epoch", [&](std::size_t i) { return !time_ok(e[i].epoch); },
+       [&](std::size_t i) { return fmt_d(e[i].epoch) + " is not a finite count >= 0"; });
+  rows("/evals", e.size(), "clock", [&](std::size_t i) { return e[i].clock < 0; },
+       [&](std::size_t i) { return std::to_string(e[i].clock) + " is negative"; });
+  rows("/evals", e.size(), "wall_s", [&](std::size_t i) { return !time_ok(e[i].wall_s); },
+       [&](std::size_t i) { return fmt_d(e[i].wall_s) + " is not a time"; });
+  rows("/evals", e.size(), "test_error", [&](std::size_t i) { return !fraction_ok(e[i].test_error); },
+       [&](std::size_t i) { return fmt_d(e[i].test_error) + " is not in [0, 1]"; });
+  rows("/evals", e.size(), "eval_s", [&](std::size_t i) { return !time_ok(e[i].eval_s); },
+       [&](std::size_t i) { return fmt_d(e[i].eval_s) + " is not a time"; });
+  const auto& h = r.staleness_histogram;
+  rows("/staleness", h.size(), "histogram", [&](std::size_t i) { return h[i] < 0; },
+       [&](std::size_t i) { return std::to_string(h[i]) + " is negative"; });
+  const auto& l = r.learners;
+  rows("/learners", l.size(), "learner", [&](std::size_t i) { return l[i].learner < 0; },
+       [&](std::size_t i) { return std::to_string(l[i].learner) + " is negative"; });
+  rows("/learners", l.size(), "times", [&](std::size_t i) {
+         return !time_ok(l[i].compute_s) || !time_ok(l[i].wait_s) || !time_ok(l[i].push_s) ||
+                !time_ok(l[i].pull_s) || !time_ok(l[i].stage_s);
+       },
+       [&](std::size_t) { return std::string("a time is negative or not finite"); });
+  rows("/learners", l.size(), "gradients/samples", [&](std::size_t i) { return l[i].gradients < 0 || l[i].samples < 0; },
+       [&](std::size_t) { return std::string("a count is negative"); });
+  const Summary& s = r.summary;
+  need(fraction_ok(s.target_error), "/summary target_error " + fmt_d(s.target_error) + " is not in [0, 1]");
+  need(std::isnan(s.time_to_target_s) || time_ok(s.time_to_target_s),
+       "/summary time_to_target_s " + fmt_d(s.time_to_target_s) + " is not a time (or NaN)");
+  need(fraction_ok(s.final_test_error), "/summary final_test_error " + fmt_d(s.final_test_error) + " is not in [0, 1]");
+  need(fraction_ok(s.best_test_error), "/summary best_test_error " + fmt_d(s.best_test_error) + " is not in [0, 1]");
+  need(time_ok(s.samples_per_s), "/summary samples_per_s " + fmt_d(s.samples_per_s) + " is not a finite rate >= 0");
+  need(s.updates >= 0, "/summary updates " + std::to_string(s.updates) + " is negative");
+  need(time_ok(s.epochs), "/summary epochs " + fmt_d(s.epochs) + " is not a finite count >= 0");
+  need(time_ok(s.train_time_s), "/summary train_time_s " + fmt_d(s.train_time_s) + " is not a time");
+  const h5::RunEnd end = h5::run_end_of(r.config_json);
+  if (end.max_epochs >= 0) {
+    need(!(s.epochs > end.max_epochs),
+         "/summary epochs " + fmt_d(s.epochs) + " is beyond the configured run (" +
+             fmt_d(end.max_epochs) + " at most)");
+    rows("/evals", e.size(), "epoch", [&](std::size_t i) { return e[i].epoch > end.max_epochs; },
+         [&](std::size_t i) { return fmt_d(e[i].epoch) + " is beyond the configured run"; });
+  }
+  if (end.max_steps > 0)
+    need(s.updates <= end.max_steps, "/summary updates " + std::to_string(s.updates) +
+                                         " is beyond the configured max_steps " +
+                                         std::to_string(end.max_steps));
+  return p;
+}
 
 void write_results(const std::string& path, const RunResult& r) {
   h5::atomic_write(path, [&](const h5::Loc& root) { h5::write_run_result(root, r); });
@@ -212,6 +336,12 @@ RunResult read_results(const std::string& path) {
       throw Error("is an asgd checkpoint, not a results file");
     }
     r = h5::read_run_result(root);
+    const auto problems = result_problems(r);
+    if (!problems.empty()) {
+      std::string msg;
+      for (std::size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
+      throw Error(msg);
+    }
   });
   return r;
 }

@@ -79,8 +79,16 @@ struct RunResult {
 // existing file at path untouched.
 void write_results(const std::string& path, const RunResult& r);
 // Reads and validates (schema version first, then every required attribute
-// and dataset, equal column lengths). Throws asgd::Error naming what is wrong.
+// and dataset, equal column lengths, then every value against its domain:
+// result_problems). Throws asgd::Error naming what is wrong.
 RunResult read_results(const std::string& path);
+// Every value of r outside its domain, one message each (empty: valid):
+// status completed|diverged|failed, mode real|virtual, config and
+// timing_model JSON objects, run id a file name, counts >= 0, times finite
+// and >= 0, error fractions in [0, 1] (NaN where "not available"), epochs
+// finite and not beyond the configured epochs (+ one update's worth),
+// updates not beyond a configured max_steps.
+std::vector<std::string> result_problems(const RunResult& r);
 
 struct LearnerCursor {
   std::int64_t epoch = 0, batch = 0;  // data::Sampler::State
@@ -107,7 +115,28 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, const Checkpoint& c);
 // Checks the magic attribute "asgd-checkpoint" and the schema version first;
 // a truncated, corrupt or foreign file is an asgd::Error naming the path.
+// Also refused: a 1-shard checkpoint whose weight count is not n_params,
+// negative or non-finite clock / epochs / times / cursors, and (when /progress
+// holds the run's config) a clock or epoch count past the run's end.
 Checkpoint read_checkpoint(const std::string& path);
+
+// What a trainer expects of a checkpoint it resumes or warm-starts from.
+// Every trainer checks with check_checkpoint() before it copies anything.
+struct CheckpointExpect {
+  std::string config_hash;        // empty: not checked (a warm start)
+  std::string model;              // empty: not checked
+  std::int64_t n_params = -1;     // whole model; -1: not checked
+  std::int32_t shard_count = 1, shard_index = 0;
+  std::int64_t shard_offset = 0;
+  std::int64_t shard_len = -1;    // weights in this shard; -1: n_params / shard_count for 1 shard
+  std::int64_t learners = -1;     // cursors; -1: not checked
+  std::int64_t max_clock = -1;    // updates of the whole run; -1: not checked
+  double max_epochs = -1;         // epochs of the whole run (+ one update's worth); < 0: not checked
+  bool finite_weights = false;    // every weight a finite number (a warm start)
+  const char* what = "checkpoint";  // "checkpoint" or "warm start checkpoint", for messages
+};
+// Throws asgd::Error "<path>: <what> ..." naming the first mismatch.
+void check_checkpoint(const Checkpoint& ck, const std::string& path, const CheckpointExpect& want);
 
 // Version string of the HDF5 library, "1.10.8".
 std::string hdf5_version();

@@ -250,6 +250,7 @@ TEST_F(IoTest, Hdf5VersionLooksLikeARelease) {
 TEST_F(IoTest, ZeroLengthSeriesRoundTrip) {
   RunResult written;  // every series empty, summary NaNs
   written.run_id = "empty";
+  written.config_json = "{}";  // a results file's config is a JSON object
   asgd::io::write_results(path("empty.h5"), written);
   const RunResult read = asgd::io::read_results(path("empty.h5"));
   expect_same(written, read);
@@ -442,3 +443,119 @@ TEST_F(IoTest, NewerSchemaVersionIsRefused) {
 }
 
 }  // namespace
+
+// ------------------------------------------------ values outside their domain
+
+namespace {
+
+// A valid result of a 2-epoch run; each test breaks one value.
+RunResult domain_result() {
+  RunResult r = sample_result();
+  r.config_json = R"({"model":"lenet","epochs":2,"n_sync":1,"max_steps":0})";
+  return r;
+}
+
+}  // namespace
+
+TEST_F(IoTest, ResultsOutsideTheirDomainAreRefusedByTheReader) {
+  EXPECT_TRUE(asgd::io::result_problems(domain_result()).empty());
+  struct Case {
+    const char* name;
+    void (*breaks)(RunResult&);
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"status", [](RunResult& r) { r.status = "exploded"; }, "status \"exploded\" is not completed, diverged or failed"},
+      {"mode", [](RunResult& r) { r.mode = "imaginary"; }, "mode \"imaginary\""},
+      {"config", [](RunResult& r) { r.config_json = "not json {"; }, "config is not a JSON object"},
+      {"config array", [](RunResult& r) { r.config_json = "[1, 2]"; }, "config is not a JSON object"},
+      {"timing", [](RunResult& r) { r.timing_model_json = ""; }, "timing_model is not a JSON object"},
+      {"run id", [](RunResult& r) { r.run_id = "../x"; }, "run_id \"../x\" is not a file name"},
+      {"epochs", [](RunResult& r) { r.summary.epochs = 62e9; }, "/summary epochs 6.2e+10 is beyond the configured run"},
+      {"epochs nan", [](RunResult& r) { r.summary.epochs = kNaN; }, "/summary epochs nan"},
+      {"updates", [](RunResult& r) { r.summary.updates = -3; }, "/summary updates -3 is negative"},
+      {"time", [](RunResult& r) { r.summary.train_time_s = std::numeric_limits<double>::infinity(); }, "train_time_s inf is not a time"},
+      {"error", [](RunResult& r) { r.summary.final_test_error = 1.5; }, "final_test_error 1.5 is not in [0, 1]"},
+      {"samples", [](RunResult& r) { r.updates[1].samples = -1; }, "/updates/samples row 1: -1 is negative"},
+      {"clock", [](RunResult& r) { r.updates[2].clock = 0; }, "/updates/clock row 2"},
+      {"eval error", [](RunResult& r) { r.evals[0].test_error = -0.5; }, "/evals/test_error row 0"},
+      {"histogram", [](RunResult& r) { r.staleness_histogram[1] = -7; }, "/staleness/histogram row 1: -7"},
+      {"learner time", [](RunResult& r) { r.learners[0].wait_s = -1; }, "/learners/times row 0"},
+      {"max steps", [](RunResult& r) { r.config_json = R"({"epochs":2,"max_steps":2})"; }, "beyond the configured max_steps 2"},
+  };
+  for (const auto& c : cases) {
+    RunResult r = domain_result();
+    c.breaks(r);
+    asgd::io::write_results(path("bad.h5"), r);  // the writer stores what it is given
+    const std::string err = error_of([&] { asgd::io::read_results(path("bad.h5")); });
+    EXPECT_TRUE(contains(err, path("bad.h5") + ": ")) << c.name << ": " << err;
+    EXPECT_TRUE(contains(err, c.expect)) << c.name << ": " << err;
+  }
+}
+
+TEST_F(IoTest, OneShardCheckpointWithTheWrongWeightCountIsRefused) {
+  Checkpoint c = sample_checkpoint();
+  c.shard_index = 0;
+  c.shard_count = 1;
+  c.shard_offset = 0;  // 250 weights, but n_params says 1000
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::write_checkpoint(path("c.h5"), c); }),
+                       "holds 250 weights, but its one shard should hold all 1000 parameters"));
+}
+
+TEST_F(IoTest, CheckpointClockOrEpochsOutOfRangeAreRefused) {
+  Checkpoint c = sample_checkpoint();
+  c.epochs = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::write_checkpoint(path("c.h5"), c); }), "epochs inf"));
+  c = sample_checkpoint();
+  c.clock = -1;
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::write_checkpoint(path("c.h5"), c); }), "clock -1"));
+  c = sample_checkpoint();
+  c.cursors[1].batch = -4;
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::write_checkpoint(path("c.h5"), c); }), "learner 1's data cursor"));
+  // past the end of the run whose config the checkpoint carries
+  c = sample_checkpoint();
+  c.progress.config_json = R"({"epochs":1,"n_sync":1})";
+  c.epochs = 62e9;
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::write_checkpoint(path("c.h5"), c); }),
+                       "epochs 6.2e+10 lies past the run's end"));
+  c.epochs = 1.5;
+  c.progress.config_json = R"({"epochs":1,"max_steps":10})";
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::write_checkpoint(path("c.h5"), c); }),
+                       "clock 77 lies past the run's end (max_steps 10)"));
+}
+
+TEST_F(IoTest, CheckCheckpointNamesTheFileAndTheMismatch) {
+  const Checkpoint c = sample_checkpoint();
+  asgd::io::CheckpointExpect want;
+  want.model = "lenet";
+  want.n_params = 1000;
+  want.shard_count = 4;
+  want.shard_index = 1;
+  want.shard_offset = 250;
+  want.shard_len = 250;
+  want.learners = 3;
+  asgd::io::check_checkpoint(c, "ck.h5", want);  // fits
+  auto err = [&](asgd::io::CheckpointExpect w) {
+    return error_of([&] { asgd::io::check_checkpoint(c, "ck.h5", w); });
+  };
+  auto w = want;
+  w.config_hash = "other";
+  EXPECT_TRUE(contains(err(w), "ck.h5: checkpoint was written by another configuration"));
+  w = want;
+  w.shard_len = 300;
+  EXPECT_TRUE(contains(err(w), "ck.h5: checkpoint holds 250 weights, this run needs 300"));
+  w = want;
+  w.max_clock = 50;
+  EXPECT_TRUE(contains(err(w), "is at update 77, past the run's end at update 50"));
+  w = want;
+  w.max_epochs = 2;
+  EXPECT_TRUE(contains(err(w), "is at epoch 2.5, past the run's end"));
+  w = want;
+  w.learners = 2;
+  EXPECT_TRUE(contains(err(w), "data cursors of 3 learners, this run has 2"));
+  // a warm start from a diverged run: weight 3 is NaN
+  w = want;
+  w.finite_weights = true;
+  w.what = "warm start checkpoint";
+  EXPECT_TRUE(contains(err(w), "ck.h5: warm start checkpoint holds a non-finite weight (NaN at index 3)"));
+}
