@@ -67,6 +67,7 @@ Dataset empty_cifar() {
 
 DataPair load_cifar10(const std::string& dir) {
   namespace fs = std::filesystem;
+  detail::check_data_dir(dir);
   DataPair p{empty_cifar(), empty_cifar()};
   for (int i = 1; i <= 5; ++i) {
     append_batch((fs::path(dir) / ("data_batch_" + std::to_string(i) + ".bin")).string(), p.train);

@@ -13,7 +13,12 @@ namespace asgd::data::detail {
 
 // Whole file as bytes; decompressed through zlib when path ends in ".gz".
 // Throws asgd::Error "<path>: cannot open: <reason>" or a read error.
+// A folder is refused by name.
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);
+
+// Throws asgd::Error when dir exists but is not a folder (a missing one is
+// reported by the first file looked up in it).
+void check_data_dir(const std::string& dir);
 
 inline std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;

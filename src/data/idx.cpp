@@ -136,7 +136,16 @@ std::string find_idx_file(const std::string& dir, const std::string& base) {
 namespace detail {
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a folder, not a data file");
   return ends_with(path, ".gz") ? read_gz(path) : read_raw(path);
+}
+
+void check_data_dir(const std::string& dir) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(dir, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+    throw Error(dir + ": is a file, not a data folder (--data-dir)");
 }
 
 }  // namespace detail
@@ -198,6 +207,7 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path,
 }
 
 DataPair load_idx_dir(const std::string& dir, const std::string& name) {
+  detail::check_data_dir(dir);
   // Looked up one by one so a missing file is reported in a fixed order.
   const std::string train_images = find_idx_file(dir, "train-images-idx3-ubyte");
   const std::string train_labels = find_idx_file(dir, "train-labels-idx1-ubyte");
@@ -205,7 +215,10 @@ DataPair load_idx_dir(const std::string& dir, const std::string& name) {
   const std::string test_labels = find_idx_file(dir, "t10k-labels-idx1-ubyte");
   DataPair p;
   p.train = read_idx(train_images, train_labels, name);
+  // An empty set would train on nothing or "reach" every target error at 0 s.
+  if (p.train.n == 0) throw Error(train_images + ": byte 4: 0 images: the training set is empty");
   p.test = read_idx(test_images, test_labels, name);
+  if (p.test.n == 0) throw Error(test_images + ": byte 4: 0 images: the test set is empty");
   if (p.train.sample_size() != p.test.sample_size() || p.train.h != p.test.h) {
     throw Error(dir + ": train images are " + std::to_string(p.train.h) + "x" +
                 std::to_string(p.train.w) + " but test images are " + std::to_string(p.test.h) +

@@ -55,8 +55,9 @@ DataPair make_synthetic(const DatasetSpec& spec) {
   if (spec.classes < 1) {
     throw Error("synthetic dataset: classes must be >= 1, got " + std::to_string(spec.classes));
   }
-  if (spec.n_train < 1 || spec.n_test < 0) {
-    throw Error("synthetic dataset: need n_train >= 1 and n_test >= 0, got " +
+  // No test samples would "reach" every target error at 0 s.
+  if (spec.n_train < 1 || spec.n_test < 1) {
+    throw Error("synthetic dataset: need n_train >= 1 and n_test >= 1, got " +
                 std::to_string(spec.n_train) + " and " + std::to_string(spec.n_test));
   }
   const index_t size = spec.h * spec.w * spec.c;
@@ -79,6 +80,9 @@ DataPair load_dataset(const DatasetSpec& spec) {
     throw Error("unknown dataset kind '" + spec.kind +
                 "' (valid: fashion-mnist, mnist, cifar10, synthetic)");
   }
+  // Every reader refuses empty sets with the file; this holds for any kind.
+  if (p.train.n < 1) throw Error(p.train.name + ": the training set is empty");
+  if (p.test.n < 1) throw Error(p.test.name + ": the test set is empty (no test error to measure)");
   if (spec.subtract_mean) subtract_pixel_mean(p);
   return p;
 }

@@ -177,6 +177,46 @@ TEST(Idx, LoadDirMissingFileNamesIt) {
                {dir.file("train-images-idx3-ubyte"), "cannot open"});
 }
 
+// An empty test set would "reach" every target error at 0 s; an empty
+// training set trains on nothing. Both are refused naming the file.
+TEST(Idx, EmptyTestSetIsRefused) {
+  TempDir dir;
+  write_file(dir.file("train-images-idx3-ubyte"), idx_images(kN, kH, kW, test_pixels()));
+  write_file(dir.file("train-labels-idx1-ubyte"), idx_labels(kLabels));
+  write_file(dir.file("t10k-images-idx3-ubyte"), idx_images(0, kH, kW, {}));
+  write_file(dir.file("t10k-labels-idx1-ubyte"), idx_labels({}));
+  expect_error([&] { asgd::data::load_idx_dir(dir.str(), "tiny"); },
+               {dir.file("t10k-images-idx3-ubyte"), "0 images", "test set is empty"});
+  DatasetSpec s;
+  s.kind = "mnist";
+  s.dir = dir.str();
+  expect_error([&] { asgd::data::load_dataset(s); }, {"test set is empty"});
+}
+
+TEST(Idx, EmptyTrainingSetIsRefused) {
+  TempDir dir;
+  write_file(dir.file("train-images-idx3-ubyte"), idx_images(0, kH, kW, {}));
+  write_file(dir.file("train-labels-idx1-ubyte"), idx_labels({}));
+  write_file(dir.file("t10k-images-idx3-ubyte"), idx_images(kN, kH, kW, test_pixels()));
+  write_file(dir.file("t10k-labels-idx1-ubyte"), idx_labels(kLabels));
+  expect_error([&] { asgd::data::load_idx_dir(dir.str(), "tiny"); },
+               {dir.file("train-images-idx3-ubyte"), "training set is empty"});
+}
+
+TEST(Idx, FolderInsteadOfFileOrFileInsteadOfFolder) {
+  TempDir dir;
+  fs::create_directories(dir.file("train-images-idx3-ubyte"));
+  write_file(dir.file("train-labels-idx1-ubyte"), idx_labels(kLabels));
+  write_file(dir.file("t10k-images-idx3-ubyte"), idx_images(kN, kH, kW, test_pixels()));
+  write_file(dir.file("t10k-labels-idx1-ubyte"), idx_labels(kLabels));
+  expect_error([&] { asgd::data::load_idx_dir(dir.str(), "tiny"); },
+               {dir.file("train-images-idx3-ubyte"), "is a folder"});
+  expect_error([&] { asgd::data::load_idx_dir(dir.file("t10k-images-idx3-ubyte"), "tiny"); },
+               {dir.file("t10k-images-idx3-ubyte"), "not a data folder"});
+  expect_error([&] { asgd::data::load_cifar10(dir.file("t10k-images-idx3-ubyte")); },
+               {"not a data folder"});
+}
+
 TEST(Idx, MissingFile) {
   TempDir dir;
   write_file(dir.file("lab"), idx_labels(kLabels));
@@ -509,6 +549,10 @@ TEST(Synthetic, BadSpecThrows) {
   s = small_synthetic(1);
   s.n_train = 0;
   EXPECT_THROW(asgd::data::make_synthetic(s), asgd::Error);
+  s = small_synthetic(1);
+  s.n_test = 0;  // no test set: nothing to measure the error on
+  expect_error([&] { asgd::data::make_synthetic(s); }, {"n_test >= 1"});
+  expect_error([&] { asgd::data::load_dataset(s); }, {"n_test >= 1"});
 }
 
 TEST(SubtractMean, ZeroTrainMeanPerPixel) {
