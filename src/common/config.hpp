@@ -2,6 +2,7 @@
 // The resolved configuration of one run: what `asgd train` options and suite
 // files fill in, what the results file stores (as JSON) and what a checkpoint
 // is matched against (config_hash).
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -60,17 +61,66 @@ struct TrainConfig {
   double straggler_factor = 1;
 };
 
+// Longest name of a suite, and of a run id (a run id plus ".shardNN.h5" and
+// ".tmp.<pid>" must stay one file name of at most 255 bytes).
+inline constexpr std::size_t kMaxSuiteName = 128;
+inline constexpr std::size_t kMaxRunId = 200;
+// Largest training length: more epochs than this is a typo, not a plan.
+inline constexpr double kMaxEpochs = 1e6;
+
 // Every problem in cfg, one message each; empty when the config is valid.
 std::vector<std::string> validate(const TrainConfig& cfg);
 // Throws asgd::Error listing every problem of validate() at once.
 void check(const TrainConfig& cfg);
 
 void to_json(nlohmann::json& j, const TrainConfig& c);
+// Strict: every key must be known (an unknown one is refused with a "did you
+// mean" suggestion), of its type (integers must be whole numbers in range),
+// and j must be an object. Throws asgd::Error naming every bad key at once.
 void from_json(const nlohmann::json& j, TrainConfig& c);
+// --config FILE: a JSON object of config keys (as `asgd sweep` writes them).
+// Refuses a missing, unreadable or non-regular file, bad JSON, a top level
+// that is not an object, and whatever from_json refuses; messages name path.
+TrainConfig load_config_file(const std::string& path);
 
 // Hex digest of the fields that change the numerics (not paths, threads, ids).
 std::string config_hash(const TrainConfig& c);
 // run_id if set, else "<model>-<dataset>-<protocol>-L<learners>-<hash8>".
 std::string resolved_run_id(const TrainConfig& c);
+
+// A results file at `path` exists for this run id: throws asgd::Error (bad
+// input) unless its stored configuration (JSON text) is this one by
+// config_hash. Every trainer calls it before reporting "already finished".
+void check_same_config(const TrainConfig& c, const std::string& stored_config_json,
+                       const std::string& path);
+
+// Memory a run of cfg needs in one process, from the model (parameter count x
+// buffers), the data (samples x sample size x 4 bytes) and the batch
+// (activations of max(batch, eval_batch) samples), before anything is
+// allocated. Bytes; doubles so absurd sizes do not overflow.
+struct MemoryEstimate {
+  double model = 0, data = 0, activations = 0;
+  double total() const { return model + data + activations; }
+};
+MemoryEstimate estimate_memory(const TrainConfig& cfg);
+// Memory this process may still use: MemAvailable of /proc/meminfo (or
+// sysconf), lowered to the cgroup's memory.max headroom when there is one.
+double available_memory();
+// The checks a run needs before it loads data or allocates: the synthetic
+// data has one round of learners x batch, and estimate_memory() fits in
+// available_memory(). Throws asgd::Error naming the flag to change.
+void check_resources(const TrainConfig& cfg);
+
+// Helpers for messages and names (also used by suite files).
+// v itself when short, else its first max characters + "..." (so a 1 MB value
+// is never echoed whole); control characters are escaped.
+std::string shorten(const std::string& v, std::size_t max = 60);
+// " (did you mean 'x'?)" for the closest candidate within edit distance 2
+// (and shorter than key) or sharing a prefix of at least 2 characters; "".
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
+// "" when v is one safe path component: not empty, not "." or "..", at most
+// max_len characters, only letters, digits, '-', '_', '.'. Otherwise the
+// problem, naming `what` ("suite", "run id", "name").
+std::string name_problem(const std::string& what, const std::string& v, std::size_t max_len);
 
 }  // namespace asgd

@@ -92,7 +92,8 @@ Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
     loss += s.loss;
     wrong += s.wrong;
   }
-  if (total == 0) return {};
+  if (total == 0)  // no test samples: no error rate (never "0% error")
+    return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
   return {loss / static_cast<double>(total),
           static_cast<double>(wrong) / static_cast<double>(total)};
 }
@@ -136,6 +137,12 @@ void load_warm_start(const TrainConfig& cfg, nn::Model& model) {
                             "holds {} ({} parameters, {} shards)",
                             cfg.warm_start, cfg.model, model.n_params(), ck.model, ck.n_params,
                             ck.shard_count));
+  io::CheckpointExpect want;
+  want.model = cfg.model;
+  want.n_params = model.n_params();
+  want.finite_weights = true;
+  want.what = "warm start checkpoint";
+  io::check_checkpoint(ck, cfg.warm_start, want);
   from_host(ck.weights, model.params());
 }
 
@@ -171,10 +178,13 @@ bool finished_already(const TrainConfig& cfg, TrainOutcome& out) {
   if (!fs::exists(out.paths.results)) return false;
   out.skipped = true;
   out.result = io::read_results(out.paths.results);
+  // the same run id with another configuration is not "already finished"
+  check_same_config(cfg, out.result.config_json, out.paths.results);
   return true;
 }
 
 RunSetup load_run(const TrainConfig& cfg) {
+  check_resources(cfg);  // before anything is loaded or allocated
   set_blas_threads(cfg.threads);
   auto data = data::load_dataset(cfg.data);
   nn::Model model = nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
@@ -234,7 +244,11 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   nn::Model& model = run.model;
   data::Sampler sampler(data.train.n, cfg.seed, 0, 1, cfg.batch);
   const index_t bpe = sampler.batches_per_epoch();
-  std::int64_t total_steps = static_cast<std::int64_t>(std::ceil(cfg.epochs * static_cast<double>(bpe)));
+  const double steps = std::ceil(cfg.epochs * static_cast<double>(bpe));
+  if (!(steps >= 1 && steps < 0x1p62))
+    throw Error(fmt::format("--epochs {} at {} updates per epoch makes {} updates: not a run",
+                            cfg.epochs, bpe, steps));
+  std::int64_t total_steps = static_cast<std::int64_t>(steps);
   if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
 
   const RunInfo info = collect_run_info();
@@ -246,22 +260,24 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   double train_s = 0;
   if (fs::exists(out.paths.checkpoint)) {
     const io::Checkpoint ck = io::read_checkpoint(out.paths.checkpoint);
-    const std::string want = config_hash(cfg);
-    if (ck.config_hash != want)
-      throw Error(fmt::format("{}: checkpoint was written by another configuration (hash {}, this "
-                              "run {}); remove it or choose another --run-id",
-                              out.paths.checkpoint, ck.config_hash, want));
-    if (ck.model != cfg.model || ck.n_params != model.n_params() || ck.shard_count != 1 ||
-        ck.cursors.size() != 1)
-      throw Error(fmt::format("{}: checkpoint holds model {} ({} parameters, {} shards, {} "
-                              "learners), this run is {} ({} parameters, 1 shard, 1 learner)",
-                              out.paths.checkpoint, ck.model, ck.n_params, ck.shard_count,
-                              ck.cursors.size(), cfg.model, model.n_params()));
+    io::CheckpointExpect want;
+    want.config_hash = config_hash(cfg);
+    want.model = cfg.model;
+    want.n_params = model.n_params();
+    want.learners = 1;
+    want.max_clock = total_steps;
+    want.max_epochs = static_cast<double>(total_steps) / static_cast<double>(bpe) + 1e-9;
+    io::check_checkpoint(ck, out.paths.checkpoint, want);
+    try {
+      sampler.restore({ck.cursors[0].epoch, ck.cursors[0].batch});
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: checkpoint's data cursor does not fit this run: {}",
+                              out.paths.checkpoint, e.what()));
+    }
     from_host(ck.weights, model.params());
     from_host(ck.momentum, inc);
     clock = ck.clock;
     train_s = ck.wall_s;
-    sampler.restore({ck.cursors[0].epoch, ck.cursors[0].batch});
     res.updates = ck.progress.updates;
     res.evals = ck.progress.evals;
     out.resumed = true;
