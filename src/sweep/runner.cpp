@@ -148,6 +148,9 @@ RunState run_state(const Run& r, const SuitePaths& p) {
 }
 
 int run_local(const Suite& s, const std::string& results_dir, const LocalOptions& opt) {
+  // jobs < 1 would start nothing and wait forever
+  if (opt.jobs < 1) throw Error(fmt::format("--jobs {} must be >= 1", opt.jobs));
+  if (opt.cores < 0) throw Error(fmt::format("--cores {} must be >= 1 (0: this machine's cores)", opt.cores));
   const SuitePaths p = suite_paths(s, results_dir);
   const auto configs = write_configs(s, p);
   make_dir(p.logs);

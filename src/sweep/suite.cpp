@@ -32,6 +32,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Most runs a suite may expand to (the product of its axes and seeds).
+constexpr std::size_t kMaxRuns = 1000000;
+
 // ---------------------------------------------------------------- problems
 
 struct Problems {
@@ -60,36 +63,8 @@ int line_of(const YAML::Node& n, int fallback) {
 
 // ------------------------------------------------------------ did you mean
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// " (did you mean 'x'?)" for the closest candidate within distance 2 (and
-// shorter than the key) or sharing a prefix of at least 2 characters; "".
 std::string suggest(const std::string& key, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_d = SIZE_MAX;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(key, c);
-    const bool near = d <= 2 && d < key.size();
-    const bool prefix = key.size() >= 2 && c.size() >= 2 && (c.starts_with(key) || key.starts_with(c));
-    if ((near || prefix) && d < best_d) {
-      best = c;
-      best_d = d;
-    }
-  }
-  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+  return did_you_mean(key, candidates);
 }
 
 // ------------------------------------------------------------ scalar values
@@ -98,7 +73,7 @@ std::string describe(const YAML::Node& n) {
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
   if (n.IsNull() || !n.IsDefined()) return "nothing";
-  return fmt::format("'{}'", n.Scalar());
+  return fmt::format("'{}'", shorten(n.Scalar()));
 }
 
 bool parse_i64(const std::string& s, std::int64_t& out) {
@@ -256,7 +231,7 @@ KeyDef dataset_key() {
       const YAML::Node& v = kv.second;
       const int vl = line_of(v, kl);
       if (!seen.insert(key).second) {
-        pr.add(kl, fmt::format("dataset: key '{}' given twice", key));
+        pr.add(kl, fmt::format("dataset: key '{}' given twice", shorten(key)));
         ok = false;
         continue;
       }
@@ -309,7 +284,7 @@ KeyDef dataset_key() {
         sets.push_back([x](data::DatasetSpec& d) { d.subtract_mean = x; });
         vt = text_of(x);
       } else {
-        pr.add(kl, fmt::format("dataset: unknown key '{}'{}", key, suggest(key, kDatasetKeys)));
+        pr.add(kl, fmt::format("dataset: unknown key '{}'{}", shorten(key), suggest(key, kDatasetKeys)));
         ok = false;
         continue;
       }
@@ -422,12 +397,12 @@ const KeyDef* resolve_key(const YAML::Node& key_node, int line, const char* wher
   }
   const std::string key = key_node.Scalar();
   if (const std::string why = reserved_reason(key); !why.empty()) {
-    pr.add(line, fmt::format("{}: '{}' cannot be set in a suite file ({})", where, key, why));
+    pr.add(line, fmt::format("{}: '{}' cannot be set in a suite file ({})", where, shorten(key), why));
     return nullptr;
   }
   const KeyDef* def = find_key(canonical(key));
   if (!def)
-    pr.add(line, fmt::format("{}: unknown config key '{}'{}", where, key,
+    pr.add(line, fmt::format("{}: unknown config key '{}'{}", where, shorten(key),
                              suggest(key, config_key_names())));
   return def;
 }
@@ -577,11 +552,11 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
       std::string hint = suggest(key, kTopKeys);
       if (hint.empty() && find_key(canonical(key)))
         hint = " (config keys go under 'base:' or 'axes:')";
-      pr.add(line, fmt::format("unknown key '{}'{}", kv.first.IsScalar() ? key : describe(kv.first), hint));
+      pr.add(line, fmt::format("unknown key '{}'{}", kv.first.IsScalar() ? shorten(key) : describe(kv.first), hint));
       continue;
     }
     if (top.count(key)) {
-      pr.add(line, fmt::format("key '{}' given twice", key));
+      pr.add(line, fmt::format("key '{}' given twice", shorten(key)));
       continue;
     }
     top[key] = Entry{kv.second, line};
@@ -596,9 +571,8 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
     pr.add(1, "missing 'name' (the suite's name; results go to <results>/<name>/)");
   } else if (const auto& n = top["name"].value; !n.IsScalar() || n.Scalar().empty()) {
     pr.add(top["name"].line, fmt::format("name: expected a name, got {}", describe(n)));
-  } else if (!std::all_of(n.Scalar().begin(), n.Scalar().end(), id_char)) {
-    pr.add(value_line("name"),
-           fmt::format("name '{}' may hold only letters, digits, '-', '_', '.'", n.Scalar()));
+  } else if (const std::string why = name_problem("name", n.Scalar(), kMaxSuiteName); !why.empty()) {
+    pr.add(value_line("name"), why);
   } else {
     s.name = n.Scalar();
     name_ok = true;
@@ -630,7 +604,7 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
         const int vl = line_of(kv.second, kl);
         const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : describe(kv.first);
         if (!seen.insert(key).second) {
-          pr.add(kl, fmt::format("resources: key '{}' given twice", key));
+          pr.add(kl, fmt::format("resources: key '{}' given twice", shorten(key)));
           continue;
         }
         std::string expected;
@@ -657,7 +631,7 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
             pr.add(vl, fmt::format("resources time_limit: expected HH:MM:SS or D-HH:MM:SS, got {}",
                                    describe(kv.second)));
         } else {
-          pr.add(kl, fmt::format("resources: unknown key '{}'{}", key, suggest(key, kResourceKeys)));
+          pr.add(kl, fmt::format("resources: unknown key '{}'{}", shorten(key), suggest(key, kResourceKeys)));
         }
       }
     } else if (!r.IsNull()) {
@@ -847,10 +821,10 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
           try {
             if (k == "filter") s.bench_filter = kv.second.as<std::string>();
             else if (k == "repetitions") s.bench_repetitions = kv.second.as<int>();
-            else pr.add(kl, fmt::format("benchmark: unknown key '{}' (filter, repetitions){}", k,
+            else pr.add(kl, fmt::format("benchmark: unknown key '{}' (filter, repetitions){}", shorten(k),
                                         suggest(k, {"filter", "repetitions"})));
           } catch (const YAML::Exception&) {
-            pr.add(kl, fmt::format("benchmark: {}: wrong type, got {}", k, describe(kv.second)));
+            pr.add(kl, fmt::format("benchmark: {}: wrong type, got {}", shorten(k), describe(kv.second)));
           }
         }
         if (s.bench_repetitions < 1)
@@ -927,7 +901,7 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
             std::vector<std::string> names(axis_keys.begin(), axis_keys.end());
             names.push_back("seeds");
             std::string hint = suggest(raw, names);
-            pr.add(kl, fmt::format("exclude: '{}' is not an axis, zip key or seeds{}", raw,
+            pr.add(kl, fmt::format("exclude: '{}' is not an axis, zip key or seeds{}", shorten(raw),
                                    hint.empty() ? fmt::format(" (swept: {})", fmt::join(names, ", "))
                                                 : hint));
             ok = false;
@@ -971,8 +945,21 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
                        : has("base") ? top["base"].line
                                      : 1;
   if (!dataset_line) dataset_line = has("base") ? top["base"].line : 1;
+  // Count before expanding: a product of long axes is refused, not built.
   std::size_t total = empty_dim ? 0 : seeds.size();
-  for (const auto& d : dims) total *= d.choices.size();
+  bool too_many = false;
+  for (const auto& d : dims)
+    if (__builtin_mul_overflow(total, d.choices.size(), &total)) {
+      too_many = true;
+      break;
+    }
+  if (too_many || total > kMaxRuns) {
+    pr.add(run_line, fmt::format("axes x zip x seeds make {} runs, more than the {} a suite may "
+                                 "have (split it, or sweep fewer values)",
+                                 too_many ? "more than 18446744073709551615" : std::to_string(total),
+                                 kMaxRuns));
+    fail(path, pr);
+  }
 
   Tally run_problems, datasets;
   std::unordered_map<std::string, int> dataset_lines;

@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.hpp"
 #include "common/error.hpp"
 
 namespace fs = std::filesystem;
@@ -446,4 +450,226 @@ seeds: [{}]
   const std::set<std::string> unique(all.begin(), all.end());
   EXPECT_EQ(unique.size(), 10000u);
   // The time is printed, not asserted: timings on shared CI machines are noise.
+}
+
+// ------------------------------------------------------- bad input, counted and cut
+
+// A product of long axes is counted (overflow-safe) before anything is
+// expanded, and refused with the count, at once.
+TEST_F(SuiteTest, HugeProductIsCountedNotExpanded) {
+  auto axis = [](const char* key, int n, double first, double step) {
+    std::string s = fmt::format("  {}: [", key);
+    for (int i = 0; i < n; ++i) s += fmt::format("{}{}", i ? ", " : "", first + step * i);
+    return s + "]\n";
+  };
+  std::string axes = "axes:\n" + axis("lr", 100, 0.001, 0.001) + axis("weight_decay", 100, 0, 1e-4) +
+                     axis("lr_gamma", 100, 0.01, 0.01) + axis("eval_every", 100, 0.1, 0.1) +
+                     axis("compute_cv", 100, 0, 0.01) + axis("straggler_factor", 100, 1, 0.1);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string err = load_error(write("huge.yaml", std::string("name: huge\n") + kBase + axes));
+  EXPECT_NE(err.find("make 1000000000000 runs, more than the 1000000"), std::string::npos) << err;
+  // 100^10 does not fit 64 bits
+  axes += axis("momentum", 100, 0, 0.005) + axis("target_error", 100, 0, 0.005) +
+          axis("comm_s", 100, 0, 0.1) + axis("compute_s", 100, 0, 0.1);
+  err = load_error(write("huger.yaml", std::string("name: huger\n") + kBase + axes));
+  EXPECT_NE(err.find("make more than 18446744073709551615 runs"), std::string::npos) << err;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+}
+
+TEST_F(SuiteTest, NameIsOneSafePathComponent) {
+  for (const char* name : {"..", ".", "'a/b'", "'x y'"}) {
+    const std::string err = load_error(write("n.yaml", fmt::format("name: {}\n{}", name, kBase)));
+    EXPECT_NE(err.find("n.yaml:1: name"), std::string::npos) << name << ": " << err;
+  }
+  // a 1 MB name: refused, and the message does not echo it whole
+  const std::string err =
+      load_error(write("long.yaml", "name: " + std::string(1 << 20, 'a') + "\n" + kBase));
+  EXPECT_NE(err.find("is too long (1048576 characters, at most 128)"), std::string::npos) << err.substr(0, 300);
+  EXPECT_LT(err.size(), 1000u);
+}
+
+TEST_F(SuiteTest, LongValuesAreCutInMessages) {
+  const std::string err = load_error(write(
+      "v.yaml", "name: v\nbase:\n  model: " + std::string(1 << 20, 'm') + "\n  " +
+                    std::string(1000, 'k') + ": 1\n  dataset: {kind: synthetic}\n"));  // YAML keys: < 1024
+  EXPECT_NE(err.find("model 'mmmm"), std::string::npos) << err.substr(0, 300);
+  EXPECT_NE(err.find("unknown config key 'kkkk"), std::string::npos) << err.substr(0, 300);
+  EXPECT_LT(err.size(), 1000u);
+}
+
+// ---------------------------------------------------------- configurations
+
+namespace {
+
+std::string config_error(const std::string& json_text) {
+  try {
+    (void)nlohmann::json::parse(json_text).get<asgd::TrainConfig>();
+  } catch (const asgd::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string problems_of(const asgd::TrainConfig& c) {
+  std::string s;
+  for (const auto& p : asgd::validate(c)) s += p + "; ";
+  return s;
+}
+
+}  // namespace
+
+TEST(Config, FromJsonIsStrict) {
+  // round trip of everything to_json writes
+  asgd::TrainConfig c;
+  c.device = "cuda";
+  c.lr_steps = {2, 4};
+  EXPECT_EQ(config_error(nlohmann::json(c).dump()), "");
+  EXPECT_EQ(config_error("{}"), "");
+  EXPECT_EQ(config_error(R"({"batch": 1e2})"), "");  // a whole number written as a float
+  EXPECT_EQ(config_error(R"({"lerners": 2})"), "unknown key 'lerners' (did you mean 'learners'?)");
+  EXPECT_EQ(config_error(R"({"dataset": {"n_tset": 2}})"),
+            "dataset: unknown key 'n_tset' (did you mean 'n_test'?)");
+  EXPECT_NE(config_error(R"({"batch": "64"})").find("key 'batch': expected a whole number"), std::string::npos);
+  EXPECT_NE(config_error(R"({"batch": 64.5})").find("key 'batch': expected a whole number"), std::string::npos);
+  EXPECT_NE(config_error(R"({"learners": 10000000000})").find("key 'learners'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"seed": -1})").find("key 'seed': expected a whole number from 0"), std::string::npos);
+  EXPECT_NE(config_error(R"({"lr": "fast"})").find("key 'lr': expected a number, got the text \"fast\""),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"virtual": 1})").find("key 'virtual': expected true or false"), std::string::npos);
+  EXPECT_NE(config_error(R"({"dataset": {"shape": [28, 28]}})").find("dataset.shape"), std::string::npos);
+  EXPECT_NE(config_error("[1, 2]").find("expected a JSON object of config keys, got a list"), std::string::npos);
+  // every problem at once
+  const std::string both = config_error(R"({"batch": 1.5, "lerners": 2})");
+  EXPECT_NE(both.find("batch"), std::string::npos) << both;
+  EXPECT_NE(both.find("lerners"), std::string::npos) << both;
+}
+
+TEST_F(SuiteTest, ConfigFileProblemsNameTheFile) {
+  auto err = [](const std::string& path) -> std::string {
+    try {
+      asgd::load_config_file(path);
+    } catch (const asgd::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(err((dir_ / "none.json").string()).find("none.json: cannot open config file"), std::string::npos);
+  EXPECT_NE(err(dir_.string()).find(": is a folder, not a config file"), std::string::npos);
+  EXPECT_NE(err(write("empty.json", "")).find("empty.json: config file is empty"), std::string::npos);
+  EXPECT_NE(err(write("cut.json", R"({"batch": 6)")).find("cut.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(err(write("list.json", "[]")).find("list.json: expected a JSON object"), std::string::npos);
+  EXPECT_NE(err(write("str.json", "\"lenet\"")).find("str.json: expected a JSON object"), std::string::npos);
+  EXPECT_NE(err(write("key.json", R"({"epoch": 3})")).find("key.json: unknown key 'epoch' (did you mean 'epochs'?)"),
+            std::string::npos);
+  const std::string big = err(write("big.json", "{\"model\": 5, \"" + std::string(1 << 20, 'x') + "\": 1}"));
+  EXPECT_NE(big.find("key 'model': expected a text value, got 5"), std::string::npos) << big.substr(0, 300);
+  EXPECT_LT(big.size(), 1000u);
+  EXPECT_EQ(err(write("ok.json", R"({"batch": 32, "model": "mlp"})")), "");
+}
+
+TEST(Config, ValidateRefusesNonFiniteAbsurdAndUnsafeValues) {
+  auto with = [](auto set) {
+    asgd::TrainConfig c;
+    set(c);
+    return problems_of(c);
+  };
+  EXPECT_EQ(with([](asgd::TrainConfig&) {}), "");
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.epochs = inf; }).find("epochs inf must be a finite number"), std::string::npos);
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.epochs = nan; }).find("epochs nan"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.epochs = 1e300; }).find("epochs 1e+300 is beyond"), std::string::npos);
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.weight_decay = inf; }).find("weight decay inf"), std::string::npos);
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.momentum = nan; }).find("momentum nan"), std::string::npos);
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.diverge_loss = inf; }).find("diverge loss inf"), std::string::npos);
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.eval_every = nan; }).find("eval every nan"), std::string::npos);
+  EXPECT_NE(with([&](asgd::TrainConfig& c) { c.lr_steps = {nan}; }).find("lr step nan"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.threads = 100000; }).find("threads 100000"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.suite = ".."; }).find("suite '..' is not a name"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.suite = ""; }).find("suite must not be empty"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.run_id = "."; }).find("run id '.' is not a name"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.run_id = "a/b"; }).find("run id 'a/b' may hold only"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.run_id = std::string(201, 'r'); }).find("at most 200"), std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) {
+              c.data.kind = "synthetic";
+              c.data.n_test = 0;
+            }).find("--synthetic-test 0"),
+            std::string::npos);
+  EXPECT_NE(with([](asgd::TrainConfig& c) { c.model = std::string(1 << 20, 'x'); }).size(), 0u);
+  EXPECT_LT(with([](asgd::TrainConfig& c) { c.model = std::string(1 << 20, 'x'); }).size(), 300u);
+}
+
+TEST(Config, HelpersCutNameAndSuggest) {
+  EXPECT_EQ(asgd::shorten("abc"), "abc");
+  EXPECT_EQ(asgd::shorten("a\nb"), "a\\nb");
+  EXPECT_EQ(asgd::shorten(std::string(100, 'x'), 10), "xxxxxxxxxx... (100 characters)");
+  EXPECT_EQ(asgd::did_you_mean("lerners", {"learners", "lr"}), " (did you mean 'learners'?)");
+  EXPECT_EQ(asgd::did_you_mean("zzzzzz", {"learners"}), "");
+  EXPECT_EQ(asgd::name_problem("suite", "ok-name_1.2", 128), "");
+  EXPECT_NE(asgd::name_problem("suite", "..", 128), "");
+}
+
+TEST(Config, SameRunIdWithAnotherConfigurationIsNotFinished) {
+  asgd::TrainConfig c;
+  c.run_id = "r";
+  const std::string stored = nlohmann::json(c).dump();
+  asgd::check_same_config(c, stored, "runs/r.h5");  // the same run
+  asgd::TrainConfig other = c;
+  other.threads = 2;  // not part of the numerics: the same run
+  other.results_dir = "elsewhere";
+  asgd::check_same_config(other, stored, "runs/r.h5");
+  other.lr = 0.5;
+  try {
+    asgd::check_same_config(other, stored, "runs/r.h5");
+    ADD_FAILURE() << "another lr was taken for the finished run";
+  } catch (const asgd::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runs/r.h5: run r already finished with another configuration"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(asgd::check_same_config(c, "not json", "runs/r.h5"), asgd::Error);
+}
+
+TEST(Config, MemoryIsEstimatedBeforeAllocatingAndNamesTheFlag) {
+  asgd::TrainConfig c;
+  c.model = "mlp";
+  c.data.kind = "synthetic";
+  c.data.h = c.data.w = 8;
+  c.data.n_train = 256;
+  c.data.n_test = 64;
+  c.batch = 16;
+  asgd::check_resources(c);  // small: fits
+  const auto small = asgd::estimate_memory(c);
+  EXPECT_GT(small.model, 0);
+  EXPECT_GT(small.data, 256 * 64 * 4);
+  auto err = [](const asgd::TrainConfig& x) -> std::string {
+    try {
+      asgd::check_resources(x);
+    } catch (const asgd::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  asgd::TrainConfig b = c;
+  b.data.n_train = 1000000;
+  b.batch = 99999999999;
+  EXPECT_TRUE(err(b).starts_with("--synthetic-train 1000000 has fewer samples than one round"));
+  b.data.n_train = 100000000000;  // 10^11 samples of 8x8
+  EXPECT_TRUE(err(b).starts_with("--synthetic-train 100000000000: the run would need")) << err(b);
+  b.data.n_train = 100000000000;
+  b.data.h = b.data.w = 2;
+  b.model = "mlp";
+  b.batch = 99999999999;
+  b.data.n_train = 999999999999;
+  const std::string batch_err = err(b);
+  EXPECT_TRUE(batch_err.find("the run would need") != std::string::npos) << batch_err;
+  asgd::TrainConfig s = c;
+  s.data.h = s.data.w = 100000;
+  EXPECT_TRUE(err(s).starts_with("--synthetic-size 100000: the run would need about")) << err(s);
+  asgd::TrainConfig v = c;
+  v.virtual_learners = true;
+  v.learners = 65536;
+  v.model = "lenet";
+  v.data.h = v.data.w = 28;
+  v.data.n_train = 65536 * 16;
+  EXPECT_TRUE(err(v).starts_with("--learners 65536: the run would need")) << err(v);
 }
