@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <optional>
 
 #include "common/blas_env.hpp"
@@ -70,10 +71,15 @@ struct SharedWindows {
   MPI_Win weights = MPI_WIN_NULL, grads = MPI_WIN_NULL;
   std::vector<real_t*> weight_base;  // per server rank: its shard
   std::vector<real_t*> grad_base;    // per learner: its whole gradient
+  int unwinding_ = std::uncaught_exceptions();
   SharedWindows() = default;
   SharedWindows(const SharedWindows&) = delete;
   SharedWindows& operator=(const SharedWindows&) = delete;
   ~SharedWindows() {
+    // Freeing a window is collective: while an exception unwinds (the
+    // watchdog, a failed rank) the other ranks may never get here, and
+    // main() ends the job with MPI_Abort anyway.
+    if (std::uncaught_exceptions() > unwinding_) return;
     for (MPI_Win* w : {&weights, &grads})
       if (*w != MPI_WIN_NULL) {
         MPI_Win_unlock_all(*w);
@@ -130,6 +136,12 @@ class Server {
     core_.move_weights_to(shm->weight_base[static_cast<std::size_t>(k_)]);
   }
 
+  // What was trained until the watchdog fired, marked failed.
+  io::RunResult failed_result() {
+    status_ = "failed";
+    return finish_result();
+  }
+
   // This shard's weights from a full parameter buffer (warm start).
   void load_weights(const nn::View& full) { Kokkos::deep_copy(core_.weights(), sub(full, shard_)); }
   const Shard& shard() const { return shard_; }
@@ -140,7 +152,8 @@ class Server {
     int byes = 0;
     bool finish = false;
     while (!finish) {
-      const MPI_Status st = polite_probe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get());
+      const MPI_Status st = polite_probe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(),
+                                         "the next message (hello, push, pull-done, bye, finish)");
       const int src = st.MPI_SOURCE;
       switch (st.MPI_TAG) {
         case kHello: {
@@ -178,15 +191,9 @@ class Server {
           }
           break;
         }
-        case kEvalReq: {
-          char dummy = 0;
-          recv(dummy, src, kEvalReq);
-          Kokkos::fence();
-          MPI_Request r =
-              isend_floats(core_.weights().data(), shard_.len, src, kEvalData, comm_.get());
-          polite_wait(r, Wait::transfer);
+        case kEvalReq:
+          serve_eval(src);
           break;
-        }
         case kFinish: {
           char dummy = 0;
           recv(dummy, src, kFinish);
@@ -207,7 +214,7 @@ class Server {
     for (int s = 1; s < S_; ++s) {
       const char dummy = 0;
       MPI_Request r = isend(dummy, s, kFinish, comm_.get());
-      polite_wait(r);
+      polite_wait(r, Wait::event, "a finish message to reach a server shard");
     }
     checkpoint();
     return finish_result();
@@ -217,20 +224,33 @@ class Server {
   template <class T>
   void recv(T& v, int src, int tag) {
     MPI_Request r = irecv(v, src, tag, comm_.get());
-    polite_wait(r);
+    polite_wait(r, Wait::event, "a header that was probed");
+  }
+
+  // Server k > 0: send this shard to server 0, which evaluates. Answered from
+  // every wait of this rank (main loop, drain_readers, wait_for_finish), so
+  // that server 0 never waits on a shard that waits on something else.
+  void serve_eval(int src) {
+    char dummy = 0;
+    recv(dummy, src, kEvalReq);
+    inject_delay();
+    Kokkos::fence();
+    MPI_Request r = isend_floats(core_.weights().data(), shard_.len, src, kEvalData, comm_.get());
+    polite_wait(r, Wait::transfer, "server 0 to take this shard for an evaluation");
   }
 
   double epoch() const { return core_.epoch(); }
   double train_clock() const { return seconds_since(start_) - paused_s_ + train_s_; }
 
   void reply(int learner_rank, ReplyHeader h) {
+    inject_delay();
     Kokkos::fence();
     if (shm_ != nullptr) {  // header only; the learner copies from our window
       MPI_Win_sync(shm_->weights);
       h.shm = 1;
       ++readers_;
       MPI_Request r = isend(h, learner_rank, kReply, comm_.get());
-      polite_wait(r, Wait::transfer);
+      polite_wait(r, Wait::transfer, "a reply header to reach a learner");
       return;
     }
     // The weights go with every reply, stop included: the learner pre-posts
@@ -238,7 +258,7 @@ class Server {
     MPI_Request r[2];
     r[0] = isend(h, learner_rank, kReply, comm_.get());
     r[1] = isend_floats(core_.weights().data(), shard_.len, learner_rank, kReplyData, comm_.get());
-    polite_wait_all(2, r, Wait::transfer);
+    polite_wait_all(2, r, Wait::transfer, "a reply to reach a learner");
   }
 
   void on_push(int src) {
@@ -251,8 +271,9 @@ class Server {
       shared = nn::View(shm_->grad_base[static_cast<std::size_t>(l)] + shard_.offset, shard_.len);
     } else {
       MPI_Request r = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
-      polite_wait(r, Wait::transfer);
+      polite_wait(r, Wait::transfer, "a learner's gradient");
     }
+    inject_delay();
     if (stopping_) {  // the run is over: answer with stop, apply nothing
       reply(src, ReplyHeader{core_.clock(), 1, 0, 0});
       return;
@@ -271,9 +292,22 @@ class Server {
   }
 
   // Waits until every learner that was sent a reply has copied the weights.
+  // Cannot deadlock: a learner copies a shard and says kPullDone as soon as
+  // that shard's reply arrives, whatever the other shards do; and while it
+  // waits this shard still answers server 0's evaluation requests (server 0
+  // may be gathering shards for an evaluation, with this learner's reply from
+  // server 0 held up behind it).
   void drain_readers() {
     while (readers_ > 0) {
-      const MPI_Status st = polite_probe(MPI_ANY_SOURCE, kPullDone, comm_.get());
+      const MPI_Status st =
+          k_ == 0 ? polite_probe(MPI_ANY_SOURCE, kPullDone, comm_.get(),
+                                 "learners to finish copying this shard's weights (pull-done)")
+                  : polite_probe_any({{MPI_ANY_SOURCE, kPullDone}, {0, kEvalReq}}, comm_.get(),
+                                     "learners to finish copying this shard's weights (pull-done)");
+      if (st.MPI_TAG == kEvalReq) {
+        serve_eval(st.MPI_SOURCE);
+        continue;
+      }
       char dummy = 0;
       recv(dummy, st.MPI_SOURCE, kPullDone);
       --readers_;
@@ -332,6 +366,7 @@ class Server {
   // Server 0: gather every shard, evaluate off the training clock.
   void run_eval() {
     const auto t0 = Clock::now();
+    inject_delay();
     Kokkos::fence();
     const nn::View full = model_.params();
     Kokkos::deep_copy(sub(full, shard_), core_.weights());
@@ -341,7 +376,7 @@ class Server {
       MPI_Request r[2];
       r[0] = irecv_floats(full.data() + sh.offset, sh.len, s, kEvalData, comm_.get());
       r[1] = isend(dummy, s, kEvalReq, comm_.get());
-      polite_wait_all(2, r, Wait::transfer);
+      polite_wait_all(2, r, Wait::transfer, "a shard's weights for an evaluation");
     }
     const Eval e = evaluate(model_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
     const double spent = seconds_since(t0);
@@ -398,15 +433,16 @@ class Server {
   void wait_for_finish() {
     // Keep serving evaluation requests until server 0 says finish.
     for (;;) {
-      const MPI_Status st = polite_probe(0, MPI_ANY_TAG, comm_.get());
+      const MPI_Status st =
+          polite_probe(0, MPI_ANY_TAG, comm_.get(), "server 0 to say finish (or ask for this shard)");
+      if (st.MPI_TAG == kEvalReq) {
+        serve_eval(0);
+        continue;
+      }
       char dummy = 0;
       recv(dummy, 0, st.MPI_TAG);
       if (st.MPI_TAG == kFinish) return;
-      if (st.MPI_TAG != kEvalReq)
-        throw Error(fmt::format("server {}: unexpected tag {} while finishing", k_, st.MPI_TAG));
-      Kokkos::fence();
-      MPI_Request r = isend_floats(core_.weights().data(), shard_.len, 0, kEvalData, comm_.get());
-      polite_wait(r, Wait::transfer);
+      throw Error(fmt::format("server {}: unexpected tag {} while finishing", k_, st.MPI_TAG));
     }
   }
 
@@ -480,26 +516,37 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
     }
   };
   // Returns whether server 0 said stop.
+  // With shared memory each shard is copied and released (kPullDone) as soon
+  // as its own reply arrives, never after waiting for another shard: a shard
+  // that waits for our kPullDone then waits on nothing else (with S >= 2 a
+  // release after all replies deadlocked: two shards each holding a reply
+  // the other's learner needed).
+  const char pull_done = 0;
+  std::vector<MPI_Request> released(S, MPI_REQUEST_NULL);
   auto finish_receives = [&](double* wait_s, double* pull_s) {
     const auto t0 = Clock::now();
-    polite_wait_all(S, heads.data());
-    const auto t1 = Clock::now();
-    if (shm.on) {  // copy each shard out of its server's window, then release it
-      MPI_Win_sync(shm.weights);
-      std::vector<MPI_Request> done;
-      const char dummy = 0;
-      for (int s = 0; s < S; ++s) {
+    double copy_s = 0;
+    if (shm.on) {
+      for (int left = S; left > 0; --left) {
+        const int s = polite_wait_any(S, heads.data(), Wait::event, "a reply from a server shard");
+        const auto c0 = Clock::now();
+        inject_delay();
+        MPI_Win_sync(shm.weights);
         std::memcpy(params + shards[s].offset, shm.weight_base[static_cast<std::size_t>(s)],
                     static_cast<std::size_t>(shards[s].len) * sizeof(real_t));
-        done.push_back(isend(dummy, s, kPullDone, comm.get()));
+        released[s] = isend(pull_done, s, kPullDone, comm.get());
+        copy_s += seconds_since(c0);
       }
-      polite_wait_all(S, done.data(), Wait::transfer);
+      polite_wait_all(S, released.data(), Wait::transfer, "pull-done messages to reach the servers");
     } else {
-      polite_wait_all(S, bodies.data(), Wait::transfer);
+      polite_wait_all(S, heads.data(), Wait::event, "replies from every server shard");
+      const auto c0 = Clock::now();
+      polite_wait_all(S, bodies.data(), Wait::transfer, "the weights from every server shard");
+      copy_s = seconds_since(c0);
     }
     for (int s = 0; s < S; ++s) clocks[s] = replies[s].clock;
-    if (wait_s) *wait_s += std::chrono::duration<double>(t1 - t0).count();
-    if (pull_s) *pull_s += seconds_since(t1);
+    if (wait_s) *wait_s += seconds_since(t0) - copy_s;
+    if (pull_s) *pull_s += copy_s;
     return replies[0].stop != 0;
   };
 
@@ -508,7 +555,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   {
     std::vector<MPI_Request> r;
     for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kHello, comm.get()));
-    polite_wait_all(S, r.data());
+    polite_wait_all(S, r.data(), Wait::event, "hello messages to reach the servers");
   }
   bool stop = finish_receives(nullptr, nullptr);
   if (replies[0].cursor_epoch > 0 || replies[0].cursor_batch > 0)
@@ -592,6 +639,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
     totals.compute_s += compute;
     if (net && !direct) net->get_grads(model.grads().data());
 
+    inject_delay();
     const auto t1 = Clock::now();
     post_receives();
     if (shm.on) {  // the gradient already is in this learner's window; headers only
@@ -608,7 +656,8 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
         r.push_back(isend_floats(send_base + shards[s].offset, shards[s].len, s, kPushData,
                                  comm.get()));
     }
-    polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer);
+    polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer,
+                    "this learner's push to reach the servers");
     totals.push_s += seconds_since(t1);
     totals.gradients += 1;
     stop = finish_receives(&totals.wait_s, &totals.pull_s);
@@ -617,7 +666,7 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   if (net) totals.stage_s = net->staging_s();
   std::vector<MPI_Request> r;
   for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kBye, comm.get()));
-  polite_wait_all(S, r.data());
+  polite_wait_all(S, r.data(), Wait::event, "bye messages to reach the servers");
 }
 
 }  // namespace
@@ -638,6 +687,11 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
         comm.size(), S, L, S + L, S + L));
   const bool server = comm.rank() < S;
   const bool writer = comm.rank() == 0;
+  set_rank_label(server ? fmt::format("rank {} (server {})", comm.rank(), comm.rank())
+                        : fmt::format("rank {} (learner {})", comm.rank(), comm.rank() - S));
+  // Server 0 gives up first, so that it can still write the failed result;
+  // every other rank a little later (when every rank is stuck, all fire).
+  set_stall_timeout(writer ? opt.stall_timeout_s : opt.stall_timeout_s * 1.2 + 1);
 
   // Set-up on every rank; any failure is reported by the rank that saw it and
   // every rank stops before training starts.
@@ -649,7 +703,11 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   int skip = 0;
   try {
     out.paths = prepare_paths(cfg);
-    if (writer && fs::exists(out.paths.results)) skip = 1;
+    // A finished run is not run again; a failed one (the watchdog) is resumed
+    // from its checkpoints and its results file replaced at the end.
+    if (writer && fs::exists(out.paths.results) &&
+        io::read_results(out.paths.results).status != "failed")
+      skip = 1;
     set_blas_threads(cfg.threads);
     data = data::load_dataset(cfg.data);
     model.emplace(nn::make_model(cfg.model, {data->train.h, data->train.w, data->train.c},
@@ -788,7 +846,17 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     if (out.resumed) spdlog::info("resuming {} from its checkpoints", resolved_run_id(cfg));
   }
   if (server) {
-    io::RunResult res = srv->run();
+    io::RunResult res;
+    try {
+      res = srv->run();
+    } catch (const Stalled&) {
+      if (writer) {  // what was trained so far, marked failed; the checkpoint stays for a resume
+        res = srv->failed_result();
+        fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
+        io::write_results(out.paths.results, res);
+      }
+      throw;
+    }
     if (writer) {
       fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
       io::write_results(out.paths.results, res);

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <exception>
+#include <random>
 #include <thread>
 
 namespace asgd::dist {
@@ -19,21 +22,83 @@ constexpr auto kSpinEvent = std::chrono::microseconds(50);
 constexpr auto kSpinTransfer = std::chrono::microseconds(20000);
 constexpr auto kMaxPause = std::chrono::microseconds(500);
 
+double g_stall_s = 0;
+std::string g_label = "this rank";
+
+[[noreturn]] void stalled(double waited, const char* what) {
+  throw Stalled(fmt::format("{}: no progress for {:.0f} s while waiting for {} (--stall-timeout {:g}); "
+                            "giving up",
+                            g_label, waited, what, g_stall_s));
+}
+
 // Calls done() until it returns true: first spinning, then sleeping 1, 2, 4,
-// ... up to kMaxPause microseconds between calls.
+// ... up to kMaxPause microseconds between calls. Throws Stalled once the
+// watchdog's timeout has passed.
 template <class Done>
-void backoff(Done&& done, Wait kind = Wait::event) {
+void backoff(Done&& done, Wait kind, const char* what) {
   const auto t0 = Clock::now();
   const auto spin = kind == Wait::transfer ? kSpinTransfer : kSpinEvent;
   while (Clock::now() - t0 < spin)
     if (done()) return;
   auto pause = std::chrono::microseconds(1);
+  int polls = 0;
   while (!done()) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kMaxPause);
+    if (g_stall_s > 0 && ++polls % 256 == 0) {
+      const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (waited > g_stall_s) stalled(waited, what);
+    }
   }
 }
 }  // namespace
+
+void set_stall_timeout(double seconds) { g_stall_s = seconds; }
+double stall_timeout() { return g_stall_s; }
+void set_rank_label(std::string label) { g_label = std::move(label); }
+
+void inject_delay() {
+  struct Injector {
+    bool on = false;
+    double max_ms = 0, prob = 0.5;
+    std::mt19937_64 rng;
+    Injector() {
+      const char* env = std::getenv("ASGD_INJECT_DELAY");
+      if (env == nullptr || *env == '\0') return;
+      unsigned long long seed = 0;
+      double ms = 0, p = 0.5;
+      const int n = std::sscanf(env, "%llu:%lf:%lf", &seed, &ms, &p);
+      if (n < 2 || !(ms >= 0 && ms < 1e6) || !(p >= 0 && p <= 1))
+        throw Error(fmt::format("ASGD_INJECT_DELAY='{}': want SEED:MAX_MS[:PROB]", env));
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      rng.seed(seed * 0x9E3779B97F4A7C15ULL + static_cast<unsigned long long>(rank));
+      max_ms = ms;
+      prob = p;
+      on = true;
+    }
+  };
+  static Injector inj;
+  // ASGD_INJECT_STALL="RANK:N": that rank hangs at its N-th call (watchdog tests).
+  static long long stall_rank = -1, stall_at = 0, calls = 0;
+  static const bool stall_parsed = [] {
+    if (const char* env = std::getenv("ASGD_INJECT_STALL"); env != nullptr && *env != '\0') {
+      if (std::sscanf(env, "%lld:%lld", &stall_rank, &stall_at) != 2)
+        throw Error(fmt::format("ASGD_INJECT_STALL='{}': want RANK:N", env));
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank != stall_rank) stall_rank = -1;
+    }
+    return true;
+  }();
+  (void)stall_parsed;
+  if (stall_rank >= 0 && ++calls >= stall_at)
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (!inj.on) return;
+  std::uniform_real_distribution<double> u(0, 1);
+  if (u(inj.rng) >= inj.prob) return;
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(u(inj.rng) * inj.max_ms));
+}
 
 void mpi_check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -51,10 +116,11 @@ Comm::Comm(MPI_Comm parent) {
 }
 
 Comm::~Comm() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // MPI_Comm_free is collective: not while an exception unwinds (main() then aborts the job).
+  if (comm_ != MPI_COMM_NULL && std::uncaught_exceptions() == 0) MPI_Comm_free(&comm_);
 }
 
-MPI_Status polite_wait(MPI_Request& req, Wait kind) {
+MPI_Status polite_wait(MPI_Request& req, Wait kind, const char* what) {
   MPI_Status st{};
   backoff(
       [&] {
@@ -62,27 +128,49 @@ MPI_Status polite_wait(MPI_Request& req, Wait kind) {
         mpi_check(MPI_Test(&req, &flag, &st), "Test");
         return flag != 0;
       },
-      kind);
+      kind, what);
   return st;
 }
 
-void polite_wait_all(int n, MPI_Request* reqs, Wait kind) {
+void polite_wait_all(int n, MPI_Request* reqs, Wait kind, const char* what) {
   backoff(
       [&] {
         int flag = 0;
         mpi_check(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE), "Testall");
         return flag != 0;
       },
-      kind);
+      kind, what);
 }
 
-MPI_Status polite_probe(int source, int tag, MPI_Comm comm) {
+int polite_wait_any(int n, MPI_Request* reqs, Wait kind, const char* what) {
+  int index = MPI_UNDEFINED;
+  backoff(
+      [&] {
+        int flag = 0;
+        mpi_check(MPI_Testany(n, reqs, &index, &flag, MPI_STATUS_IGNORE), "Testany");
+        return flag != 0;
+      },
+      kind, what);
+  if (index == MPI_UNDEFINED) throw Error(fmt::format("wait for {}: no active request", what));
+  return index;
+}
+
+MPI_Status polite_probe(int source, int tag, MPI_Comm comm, const char* what) {
+  return polite_probe_any({{source, tag}}, comm, what);
+}
+
+MPI_Status polite_probe_any(std::initializer_list<Want> wants, MPI_Comm comm, const char* what) {
   MPI_Status st{};
-  backoff([&] {
-    int flag = 0;
-    mpi_check(MPI_Iprobe(source, tag, comm, &flag, &st), "Iprobe");
-    return flag != 0;
-  });
+  backoff(
+      [&] {
+        for (const Want& w : wants) {
+          int flag = 0;
+          mpi_check(MPI_Iprobe(w.source, w.tag, comm, &flag, &st), "Iprobe");
+          if (flag != 0) return true;
+        }
+        return false;
+      },
+      Wait::event, what);
   return st;
 }
 

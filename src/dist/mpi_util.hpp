@@ -3,6 +3,8 @@
 // duplicated communicator owned by RAII, and a wait that does not burn a core.
 #include <mpi.h>
 
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
 
 #include "common/error.hpp"
@@ -37,11 +39,44 @@ class Comm {
 // progress calls): spin up to 20 ms before backing off.
 enum class Wait { event, transfer };
 
+// The watchdog. Every blocking wait of the MPI core goes through the calls
+// below; a wait that has completed nothing for the stall timeout throws
+// Stalled, naming this rank (set_rank_label) and what it waited for (`what`).
+// A hung rank in a Slurm array task would otherwise burn the whole allocation.
+// 0 turns the watchdog off. Process-wide; set once before training.
+void set_stall_timeout(double seconds);
+double stall_timeout();
+void set_rank_label(std::string label);
+
+// Not an asgd::Error (bad input, exit 2): a run that stopped making progress
+// is a failed run (exit 1).
+struct Stalled : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Completes req, polling as above. Returns the status.
-MPI_Status polite_wait(MPI_Request& req, Wait kind = Wait::event);
-void polite_wait_all(int n, MPI_Request* reqs, Wait kind = Wait::event);
+MPI_Status polite_wait(MPI_Request& req, Wait kind = Wait::event, const char* what = "a transfer");
+void polite_wait_all(int n, MPI_Request* reqs, Wait kind = Wait::event,
+                     const char* what = "transfers");
+// Completes one of reqs[0..n) and returns its index (reqs[i] becomes MPI_REQUEST_NULL).
+int polite_wait_any(int n, MPI_Request* reqs, Wait kind, const char* what);
 // Blocks (politely) until a message matching (source, tag) is available.
-MPI_Status polite_probe(int source, int tag, MPI_Comm comm);
+MPI_Status polite_probe(int source, int tag, MPI_Comm comm, const char* what = "a message");
+
+// A message to wait for: (source, tag), MPI_ANY_SOURCE allowed.
+struct Want {
+  int source, tag;
+};
+// Blocks (politely) until a message matching any of `wants` is available;
+// returns its status. Earlier entries are looked for first.
+MPI_Status polite_probe_any(std::initializer_list<Want> wants, MPI_Comm comm, const char* what);
+
+// Fault injection for the stress tests: ASGD_INJECT_DELAY="SEED:MAX_MS[:PROB]"
+// makes inject_delay() sleep a uniform 0..MAX_MS milliseconds with probability
+// PROB (default 0.5), from a stream seeded by SEED and this rank. Unset: no-op.
+// ASGD_INJECT_STALL="RANK:N": world rank RANK hangs for good at its N-th call
+// (the watchdog's test).
+void inject_delay();
 
 // Whether the MPI library says it accepts CUDA device pointers (MPICH's
 // MPIX_GPU_query_support, Open MPI's MPIX_Query_cuda_support);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/error.hpp"
 
 namespace asgd::dist {
@@ -33,7 +35,9 @@ double UpdateRule::final_scale(std::span<const std::int64_t> taus) const {
     double sum = 0;
     for (auto t : taus) sum += static_cast<double>(t);
     const double mean = sum / static_cast<double>(taus.size());
-    if (mean > 0) scale /= mean;
+    // Divide by max(1, mean): a mean between 0 and 1 (one stale gradient among
+    // fresh ones) must not raise the rate above alpha0.
+    scale /= std::max(1.0, mean);
   }
   return scale;
 }

@@ -31,6 +31,10 @@ struct TrainOptions {
   // Tests only: stop abruptly after this many updates in this process, writing
   // nothing more (what kill -9 leaves behind). 0: off.
   std::int64_t abort_after = 0;
+  // The watchdog of MPI runs: a rank whose wait completes nothing for this
+  // many seconds ends the run (status failed, exit 1), naming itself and
+  // what it waited for. 0: off.
+  double stall_timeout_s = 600;
 };
 
 // Thrown by train_single when TrainOptions::abort_after fires.

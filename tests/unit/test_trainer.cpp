@@ -240,3 +240,63 @@ TEST(ShardCore, StalenessRateScalesWeightDecayToo) {
     EXPECT_NEAR(core.series().updates.back().rate, cfg.lr * (policy == "staleness" ? 0.5 : 1.0), 1e-12);
   }
 }
+
+// The server rule on non-zero gradients against the closed form, for every
+// rate policy, c = 1 and c = 2, tau 0, 1, 2 (momentum and decay off, so one
+// update moves w by lr * sum_i f(tau_i) g_i / c / d with f = 1/tau for
+// `staleness` (tau > 0) and d = max(1, mean tau) for `mean-staleness`).
+// No update's rate may exceed alpha0 = lr (it did for mean-staleness with a
+// mean tau in (0, 1), which divided by the mean).
+TEST(ShardCore, UpdateRuleClosedFormEveryPolicy) {
+  struct Step {
+    std::vector<std::int64_t> taus;
+  };
+  for (const std::string policy : {"constant", "staleness", "mean-staleness"})
+    for (int c : {1, 2}) {
+      asgd::TrainConfig cfg;
+      cfg.learners = 2;
+      cfg.protocol = "softsync";
+      cfg.softsync_n = c == 1 ? 2 : 1;  // c = L / n
+      cfg.lr_policy = policy;
+      cfg.lr = 0.25;
+      cfg.momentum = 0;
+      cfg.weight_decay = 0;
+      const int len = 5;
+      asgd::dist::ShardCore core(cfg, len, 2, 1000000);
+      ASSERT_EQ(core.rule().gradients_per_update(), c);
+      Kokkos::deep_copy(core.weights(), 1.0f);
+      std::vector<double> want(len, 1.0);
+      // per update: the taus of its c gradients
+      const std::vector<std::vector<std::int64_t>> updates =
+          c == 1 ? std::vector<std::vector<std::int64_t>>{{0}, {1}, {2}, {0}}
+                 : std::vector<std::vector<std::int64_t>>{{0, 0}, {0, 1}, {2, 1}, {1, 0}};
+      int arrival = 0;
+      for (const auto& taus : updates) {
+        std::vector<double> step(len, 0.0);
+        double fsum = 0, mean = 0;
+        for (std::size_t i = 0; i < taus.size(); ++i) {
+          ++arrival;
+          auto in = Kokkos::create_mirror_view(core.inbox());
+          for (int j = 0; j < len; ++j) in(j) = static_cast<float>(0.5 * (j + 1) * arrival);
+          Kokkos::deep_copy(core.inbox(), in);
+          const double f = policy == "staleness" && taus[i] > 0 ? 1.0 / static_cast<double>(taus[i]) : 1.0;
+          fsum += f;
+          mean += static_cast<double>(taus[i]) / static_cast<double>(taus.size());
+          for (int j = 0; j < len; ++j) step[j] += f * in(j);
+          asgd::dist::Arrival a;
+          a.learner = static_cast<int>(i);
+          a.timestamp = core.clock() - taus[i];
+          a.samples = 1;
+          ASSERT_EQ(core.accept(a, 0.0), i + 1 == taus.size());
+        }
+        const double d = policy == "mean-staleness" ? std::max(1.0, mean) : 1.0;
+        for (int j = 0; j < len; ++j) want[j] -= cfg.lr * step[j] / c / d;
+        const double rate = core.series().updates.back().rate;
+        EXPECT_NEAR(rate, cfg.lr * fsum / c / d, 1e-12) << policy << " c=" << c;
+        EXPECT_LE(rate, cfg.lr + 1e-15) << policy << " c=" << c << ": rate above alpha0";
+        EXPECT_NEAR(core.series().updates.back().mean_tau, mean, 1e-12);
+      }
+      auto w = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), core.weights());
+      for (int j = 0; j < len; ++j) EXPECT_NEAR(w(j), want[j], 2e-6 * std::abs(want[j]) + 1e-6) << policy << " c=" << c << " j=" << j;
+    }
+}
