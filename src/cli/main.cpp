@@ -7,6 +7,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <chrono>
 #include <filesystem>
@@ -47,16 +51,99 @@ struct KokkosScope {
   KokkosScope& operator=(const KokkosScope&) = delete;
 };
 
+// Validators for option values CLI11 would take too readily.
+// A whole number from 0 to 2^64-1 written in digits (no sign, no fraction,
+// no wrap-around of -1).
+const CLI::Validator kUnsigned64(
+    [](std::string& v) -> std::string {
+      std::uint64_t x = 0;
+      std::string_view t = v;
+      if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+      const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+      if (t.empty() || ec != std::errc() || p != t.data() + t.size())
+        return fmt::format("'{}' is not a whole number from 0 to 18446744073709551615",
+                           asgd::shorten(v));
+      return "";
+    },
+    "UINT64");
+// Given on the command line, a text option must say something.
+const CLI::Validator kNonEmpty(
+    [](std::string& v) -> std::string { return v.empty() ? "must not be empty" : ""; }, "TEXT");
+// A finite number in [lo, hi] (CLI::Range lets NaN through).
+CLI::Validator finite_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        double x = 0;
+        try {
+          std::size_t used = 0;
+          x = std::stod(v, &used);
+          if (used != v.size()) throw std::invalid_argument(v);
+        } catch (const std::exception&) {
+          return fmt::format("'{}' is not a number", asgd::shorten(v));
+        }
+        if (!(std::isfinite(x) && x >= lo && x <= hi))
+          return fmt::format("{} is not a finite number in [{}, {}]", asgd::shorten(v), lo, hi);
+        return "";
+      },
+      fmt::format("NUMBER in [{}, {}]", lo, hi));
+}
+// A whole number in [lo, hi].
+CLI::Validator whole_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        long long x = 0;
+        std::string_view t = v;
+        if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+        if (t.empty() || ec != std::errc() || p != t.data() + t.size() || x < lo || x > hi)
+          return fmt::format("'{}' is not a whole number in [{}, {}]", asgd::shorten(v), lo, hi);
+        return "";
+      },
+      fmt::format("INT in [{}, {}]", lo, hi));
+}
+
+// One line for stderr: control characters escaped, and any run of more than
+// 200 characters without a space (an echoed value) cut to its first 60.
+std::string one_line(const std::string& msg) {
+  std::string out, token;
+  auto flush = [&] {
+    out += token.size() > 200 ? asgd::shorten(token, 60) : token;
+    token.clear();
+  };
+  for (char ch : msg) {
+    if (ch == ' ') {
+      flush();
+      out += ' ';
+    } else if (ch == '\n' || ch == '\r' || ch == '\t') {
+      token += ch == '\n' ? "\\n" : ch == '\r' ? "\\r" : "\\t";
+    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      token += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+    } else {
+      token += ch;
+    }
+  }
+  flush();
+  if (out.size() > 20000) out = out.substr(0, 20000) + "...";
+  return out;
+}
+
+void print_error(const char* kind, const std::string& msg) {
+  std::fprintf(stderr, "asgd: %s: %s\n", kind, one_line(msg).c_str());
+}
+
 void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   // A repeated option takes its last value (scripts append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--model", c.model, "Model from the zoo: mlp, lenet, cifar10-18pct, alexnet")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonEmpty);
   app.add_option("--dataset", c.data.kind, "fashion-mnist, mnist, cifar10 or synthetic")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonEmpty);
   app.add_option("--data-dir", c.data.dir,
                  "Folder of the dataset files (default: /usr/share/datasets/<dataset>, "
-                 "./data/cifar-10-batches-bin for cifar10)");
+                 "./data/cifar-10-batches-bin for cifar10)")
+      ->check(kNonEmpty);
   app.add_option_function<asgd::index_t>(
       "--synthetic-size", [&c](asgd::index_t v) { c.data.h = c.data.w = v; },
       "Synthetic image height = width (default 28)");
@@ -87,7 +174,8 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   app.add_option("--checkpoint-every", c.checkpoint_every, "Updates between checkpoints (0: never)")
       ->capture_default_str();
   app.add_option("--seed", c.seed, "Seed of initialisation, sampling and dropout")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kUnsigned64);
   app.add_option("--target-error", c.target_error, "Test error (fraction) for time-to-target")
       ->capture_default_str();
   app.add_option("--diverge-loss", c.diverge_loss,
@@ -97,27 +185,35 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   app.add_option("--device", c.device,
                  "Where learners compute: cpu, or cuda (one GPU per learner by node-local rank; "
                  "ASGD_GPU_DEVICE=k forces one; needs a build with the cuda preset)")
-      ->capture_default_str();
-  app.add_option("--results", c.results_dir, "Results folder")->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonEmpty);
+  app.add_option("--results", c.results_dir, "Results folder")->capture_default_str()->check(kNonEmpty);
   app.add_option("--suite", c.suite, "Suite name (results go to <results>/<suite>/)")
-      ->capture_default_str();
-  app.add_option("--run-id", c.run_id, "Run id (default: derived from the configuration)");
+      ->capture_default_str()
+      ->check(kNonEmpty);
+  app.add_option("--run-id", c.run_id, "Run id (default: derived from the configuration)")
+      ->check(kNonEmpty);
   app.add_option("--learners", c.learners, "Learner ranks (lambda)")->capture_default_str();
   app.add_option("--servers", c.servers, "Parameter-server shards")->capture_default_str();
-  app.add_option("--protocol", c.protocol, "hardsync, softsync or nsync")->capture_default_str();
+  app.add_option("--protocol", c.protocol, "hardsync, softsync or nsync")
+      ->capture_default_str()
+      ->check(kNonEmpty);
   app.add_option("--n", c.softsync_n, "n of n-softsync (1..learners)")->capture_default_str();
   app.add_option("--n-sync", c.n_sync, "Local steps between pushes for nsync")
       ->capture_default_str();
   app.add_option("--lr-policy", c.lr_policy, "constant, staleness or mean-staleness")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonEmpty);
   app.add_option("--warm-start", c.warm_start,
-                 "Initial weights from this checkpoint (1 shard, same model)");
+                 "Initial weights from this checkpoint (1 shard, same model)")
+      ->check(kNonEmpty);
   app.add_option("--warm-steps", c.warm_steps, "Warm start: this many single-learner steps first")
       ->capture_default_str();
   app.add_flag("--virtual", c.virtual_learners,
                "Virtual learners: all learners in this process on a virtual clock");
   app.add_option("--timing", c.timing, "Virtual timing model: calibrate, fixed, normal, lognormal")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonEmpty);
   app.add_option("--compute-s", c.compute_s, "Virtual: mean compute time per minibatch (0: measure)")
       ->capture_default_str();
   app.add_option("--compute-cv", c.compute_cv, "Virtual: coefficient of variation of compute time")
@@ -180,6 +276,14 @@ int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double pro
 }
 
 int cmd_models(const std::string& which, const std::string& dataset) {
+  const auto names = asgd::nn::model_names();
+  if (!which.empty() && std::find(names.begin(), names.end(), which) == names.end())
+    throw asgd::Error(fmt::format("model '{}' unknown ({}){}", asgd::shorten(which),
+                                  fmt::join(names, ", "), asgd::did_you_mean(which, names)));
+  const std::vector<std::string> kinds = {"fashion-mnist", "mnist", "cifar10", "synthetic"};
+  if (std::find(kinds.begin(), kinds.end(), dataset) == kinds.end())
+    throw asgd::Error(fmt::format("dataset '{}' unknown ({}){}", asgd::shorten(dataset),
+                                  fmt::join(kinds, ", "), asgd::did_you_mean(dataset, kinds)));
   KokkosScope kokkos;
   const bool cifar = dataset == "cifar10";
   for (const auto& name : asgd::nn::model_names()) {
@@ -301,18 +405,20 @@ struct MpiScope {
   MpiScope& operator=(const MpiScope&) = delete;
 };
 
-// `--config FILE` is applied before CLI11 parses, so options given on the
-// same command line (which CLI11 writes only when present) override it.
+// `--config FILE` (or --config=FILE) of `asgd train` is applied before CLI11
+// parses, so options given on the same command line (which CLI11 writes only
+// when present) override it. A missing value is left to CLI11 to refuse.
 void load_config_arg(int argc, char** argv, asgd::TrainConfig& cfg) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) != "--config") continue;
-    std::ifstream in(argv[i + 1]);
-    if (!in) throw asgd::Error(fmt::format("{}: cannot open config file", argv[i + 1]));
-    try {
-      cfg = nlohmann::json::parse(in).get<asgd::TrainConfig>();
-    } catch (const nlohmann::json::exception& e) {
-      throw asgd::Error(fmt::format("{}: bad config file: {}", argv[i + 1], e.what()));
-    }
+  int i = 1;
+  while (i < argc && std::string(argv[i]) != "train") {
+    if (argv[i][0] != '-') return;  // another subcommand
+    ++i;
+  }
+  for (++i; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") return;
+    if (a == "--config" && i + 1 < argc) cfg = asgd::load_config_file(argv[++i]);
+    else if (a.starts_with("--config=")) cfg = asgd::load_config_file(a.substr(9));
   }
 }
 
@@ -323,7 +429,7 @@ int main(int argc, char** argv) {
   CLI::App app{"asgd-bench: distributed asynchronous SGD benchmarks (GPU A-SGD, n-softsync)"};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return fmt::format("asgd: error: {} (see asgd --help)\n", e.what());
+    return fmt::format("asgd: error: {} (see asgd --help)\n", one_line(e.what()));
   });
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
@@ -348,22 +454,28 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", "Suites: plan, run here, submit to Slurm, status");
   sweep->require_subcommand(1);
   auto add_suite = [&sw](CLI::App* c) {
-    c->add_option("suite", sw.suite, "Suite file (suites/*.yaml)")->required();
+    c->add_option("suite", sw.suite, "Suite file (suites/*.yaml)")->required()->check(kNonEmpty);
     c->add_option("--results", sw.results, "Results folder (runs go to <results>/<suite name>/)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(kNonEmpty);
     return c;
   };
   auto* plan = add_suite(sweep->add_subcommand("plan", "List the runs with their ids, by resource shape"));
   auto* run = add_suite(sweep->add_subcommand(
       "run", "Run the unfinished runs here (mpiexec), then write the report"));
-  run->add_option("--jobs,-j", sw.jobs, "Runs side by side")->capture_default_str();
-  run->add_option("--cores", sw.cores, "Ranks that may run at once (default: this machine's cores)");
-  run->add_option("--mpiexec", sw.mpiexec, "MPI launcher")->capture_default_str();
+  run->add_option("--jobs,-j", sw.jobs, "Runs side by side")
+      ->capture_default_str()
+      ->check(whole_in(1, 1 << 20));
+  run->add_option("--cores", sw.cores, "Ranks that may run at once (default, 0: this machine's cores)")
+      ->check(whole_in(0, 1 << 20));
+  run->add_option("--mpiexec", sw.mpiexec, "MPI launcher")->capture_default_str()->check(kNonEmpty);
   run->add_flag("--dry-run", sw.dry_run, "Print the commands, run nothing");
   run->add_flag("--no-report", sw.no_report, "Do not write the report at the end");
   auto* submit = add_suite(sweep->add_subcommand(
       "submit", "Write one sbatch array per resource shape and a report job; submit them"));
-  submit->add_option("--site", sw.site, "Site settings slurm/sites/<site>.yaml")->capture_default_str();
+  submit->add_option("--site", sw.site, "Site settings slurm/sites/<site>.yaml")
+      ->capture_default_str()
+      ->check(kNonEmpty);
   submit->add_option("--sites-dir", sw.sites_dir, "Folder of site files (default: the source tree's slurm/sites)");
   submit->add_flag("--dry-run", sw.dry_run, "Write the scripts, do not call sbatch");
   auto* st = add_suite(sweep->add_subcommand("status", "What is done, running, failed"));
@@ -371,49 +483,67 @@ int main(int argc, char** argv) {
   std::string report_dir, report_out;
   bool no_plots = false;
   auto* report = app.add_subcommand("report", "Write <suite folder>/report/: tables (Markdown, CSV), PNG plots");
-  report->add_option("suite_dir", report_dir, "A suite's results folder: <results>/<suite>")->required();
-  report->add_option("--out", report_out, "Report folder (default: <suite_dir>/report)");
+  report->add_option("suite_dir", report_dir, "A suite's results folder: <results>/<suite>")
+      ->required()
+      ->check(kNonEmpty);
+  report->add_option("--out", report_out, "Report folder (default: <suite_dir>/report)")->check(kNonEmpty);
   report->add_flag("--no-plots", no_plots, "Tables only");
 
   std::string base, cand;
   asgd::report::CompareOptions copt;
   auto* compare = app.add_subcommand(
       "compare", "Regression check: exit 1 when CANDIDATE is slower or worse than BASELINE");
-  compare->add_option("baseline", base, "Results folder or Google Benchmark JSON")->required();
-  compare->add_option("candidate", cand, "Results folder or Google Benchmark JSON")->required();
+  compare->add_option("baseline", base, "Results folder or Google Benchmark JSON")
+      ->required()
+      ->check(kNonEmpty);
+  compare->add_option("candidate", cand, "Results folder or Google Benchmark JSON")
+      ->required()
+      ->check(kNonEmpty);
   compare->add_option("--threshold", copt.threshold, "Relative throughput drop that is a regression")
-      ->capture_default_str();
-  compare->add_option("--alpha", copt.alpha, "Significance level of the rank test")->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(0, 1));
+  compare->add_option("--alpha", copt.alpha, "Significance level of the rank test")
+      ->capture_default_str()
+      ->check(finite_in(0, 1));
   compare->add_option("--error-band", copt.error_band, "Allowed increase of test error")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(0, 1));
 
   asgd::cli::GpuBenchOptions gb;
   auto* gpu_bench = app.add_subcommand(
       "gpu-bench", "Training-step samples/s of zoo models on one GPU (CUDA path) beside cuBLAS SGEMM");
   gpu_bench->add_option("--models", gb.models, "Models to time")->capture_default_str();
-  gpu_bench->add_option("--batch", gb.batch, "Minibatch size")->capture_default_str();
-  gpu_bench->add_option("--steps", gb.steps, "Timed steps per model")->capture_default_str();
-  gpu_bench->add_option("--gpu", gb.device, "Device index (default: ASGD_GPU_DEVICE or 0)");
+  gpu_bench->add_option("--batch", gb.batch, "Minibatch size")
+      ->capture_default_str()
+      ->check(whole_in(1, 1 << 16));
+  gpu_bench->add_option("--steps", gb.steps, "Timed steps per model")
+      ->capture_default_str()
+      ->check(whole_in(1, 1 << 20));
+  gpu_bench->add_option("--gpu", gb.device, "Device index (default: ASGD_GPU_DEVICE or 0)")
+      ->check(whole_in(0, 1 << 10));
   gpu_bench->add_option("--sgemm-size", gb.sgemm_size, "m of the m^3 SGEMM yardstick")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_in(1, 1 << 15));
   gpu_bench->add_option("--cpu-samples-per-s", gb.cpu_lenet_samples_per_s,
                         "One CPU learner's lenet samples/s to compare with (README figure)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(1e-9, 1e12));
 
   std::vector<std::string> files;
   auto* validate = app.add_subcommand("validate", "Check result files against the schema");
-  validate->add_option("files", files, "Result files (.h5)")->required();
+  validate->add_option("files", files, "Result files (.h5)")->required()->check(kNonEmpty);
 
   try {
     load_config_arg(argc, argv, cfg);
-  } catch (const asgd::Error& e) {
-    std::fprintf(stderr, "asgd: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    print_error("error", e.what());
     return kExitBadInput;
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and friends exit 0; every parse error is bad input (2), as documented
+    return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
 
   MpiScope mpi(&argc, &argv);
@@ -434,19 +564,19 @@ int main(int argc, char** argv) {
     if (*validate) return asgd::report::validate(files) > 0 ? 1 : 0;
   } catch (const asgd::dist::CollectiveError& e) {
     // every rank found the same problem: one line, from rank 0
-    if (world_rank() == 0) std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    if (world_rank() == 0) print_error("error", e.what());
     return kExitBadInput;
   } catch (const asgd::dist::ReportedElsewhere&) {
     return kExitBadInput;
   } catch (const asgd::dist::SetupFailed& e) {
-    std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    print_error("error", e.what());
     return kExitBadInput;
   } catch (const asgd::Error& e) {
-    std::fprintf(stderr, "asgd: error: %s\n", e.what());
+    print_error("error", e.what());
     if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, kExitBadInput);
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "asgd: failed: %s\n", e.what());
+    print_error("failed", e.what());
     if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, kExitFailed);
     return kExitFailed;
   }
