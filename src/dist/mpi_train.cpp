@@ -19,6 +19,7 @@
 #include "dist/shard_core.hpp"
 #include "dist/shared.hpp"
 #include "dist/transport.hpp"
+#include "io/run_lock.hpp"
 
 namespace asgd::dist {
 
@@ -134,6 +135,12 @@ class Server {
   void use_shared(const SharedWindows* shm) {
     shm_ = shm;
     core_.move_weights_to(shm->weight_base[static_cast<std::size_t>(k_)]);
+  }
+
+  // The warm-up steps were training: they count on the clock.
+  void warm_up_took(double s) {
+    train_s_ += s;
+    warm_up_s_ = s;
   }
 
   // What was trained until the watchdog fired, marked failed.
@@ -454,6 +461,7 @@ class Server {
     res.status = status_;
     res.learners = learner_rows();
     res.summary.train_time_s = train_clock();
+    res.summary.warm_up_s = warm_up_s_;
     res.summary.epochs = epoch();
     summarise(res, cfg_.target_error);
     return res;
@@ -470,7 +478,7 @@ class Server {
   ShardCore core_;
   const SharedWindows* shm_ = nullptr;
   int readers_ = 0;  // learners sent a reply that have not said kPullDone
-  double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0;
+  double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0, warm_up_s_ = 0;
   Clock::time_point start_, last_print_ = Clock::now();
   std::int64_t win_samples_ = 0;
   double win_t_ = 0;
@@ -669,6 +677,18 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   polite_wait_all(S, r.data(), Wait::event, "bye messages to reach the servers");
 }
 
+// Every rank stops when any failed; the lowest failing rank reports it, so a
+// problem every rank meets (a truncated data file) is printed once, not once
+// per rank.
+void stop_if_any_failed(const Comm& comm, const std::string& error, const char* elsewhere) {
+  const int mine = error.empty() ? comm.size() : comm.rank();
+  int first = 0;
+  mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
+  if (first == comm.size()) return;
+  if (first == comm.rank()) throw SetupFailed(error);
+  throw ReportedElsewhere(elsewhere);
+}
+
 }  // namespace
 
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
@@ -699,15 +719,21 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   std::optional<data::DataPair> data;
   std::optional<nn::Model> model;
   std::optional<Server> srv;
+  std::optional<io::RunLock> lock;  // the writer's: one trainer per run
   std::string error;
   int skip = 0;
   try {
     out.paths = prepare_paths(cfg);
+    if (writer) lock.emplace(out.paths.checkpoint, out.paths.results, resolved_run_id(cfg));
     // A finished run is not run again; a failed one (the watchdog) is resumed
     // from its checkpoints and its results file replaced at the end.
-    if (writer && fs::exists(out.paths.results) &&
-        io::read_results(out.paths.results).status != "failed")
-      skip = 1;
+    if (writer && fs::exists(out.paths.results)) {
+      const io::RunResult done = io::read_results(out.paths.results);
+      // the same run id with another configuration is not "already finished"
+      check_same_config(cfg, done.config_json, out.paths.results);
+      if (done.status != "failed") skip = 1;
+    }
+    check_resources(cfg);  // before anything is loaded or allocated
     set_blas_threads(cfg.threads);
     data = data::load_dataset(cfg.data);
     model.emplace(nn::make_model(cfg.model, {data->train.h, data->train.w, data->train.c},
@@ -725,12 +751,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   } catch (const std::exception& e) {
     error = e.what();
   }
-  int ok = error.empty() ? 1 : 0, all_ok = 0;
-  mpi_check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
-  if (!all_ok) {
-    if (!error.empty()) throw SetupFailed(error);
-    throw ReportedElsewhere("set-up failed on another rank");
-  }
+  stop_if_any_failed(comm, error, "set-up failed on another rank");
   mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, comm.get()), "Bcast");
   if (skip) {
     out.skipped = true;
@@ -761,7 +782,11 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     mpi_check(MPI_Bcast(model->params().data(), static_cast<int>(model->n_params()), MPI_FLOAT, 0,
                         comm.get()),
               "Bcast");
-    if (server) srv->load_weights(model->params());
+    mpi_check(MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm.get()), "Bcast");
+    if (server) {
+      srv->load_weights(model->params());
+      srv->warm_up_took(t);  // on the training clock
+    }
     if (writer && !opt.quiet)
       spdlog::info("warm start: {} single-learner steps on server 0 in {:.1f}s", cfg.warm_steps, t);
   }
@@ -820,12 +845,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     } catch (const std::exception& e) {
       gpu_error = fmt::format("learner {}: {}", comm.rank() - S, e.what());
     }
-    int gpu_ok = gpu_error.empty() ? 1 : 0, all_gpu_ok = 0;
-    mpi_check(MPI_Allreduce(&gpu_ok, &all_gpu_ok, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
-    if (!all_gpu_ok) {
-      if (!gpu_error.empty()) throw SetupFailed(gpu_error);
-      throw ReportedElsewhere("a learner could not set up its GPU");
-    }
+    stop_if_any_failed(comm, gpu_error, "a learner could not set up its GPU");
     if (net && !opt.quiet)
       spdlog::info("learner {} on {}{}", comm.rank() - S, net->device().describe(),
                    cuda_aware && !shm.on ? ", CUDA-aware MPI (no host staging)" : ", host staging");

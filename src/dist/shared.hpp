@@ -12,6 +12,7 @@
 #include "data/dataset.hpp"
 #include "gpu/gpu.hpp"
 #include "io/results.hpp"
+#include "io/run_lock.hpp"
 #include "nn/model.hpp"
 
 namespace asgd::dist::detail {
@@ -45,6 +46,10 @@ void from_host(const std::vector<float>& src, const nn::View& v);
 // Root attributes of a results file from the config and the run facts.
 void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info,
                  const std::string& protocol, const std::string& mpi_version);
+
+// One trainer per run: validates cfg, makes the result folders and takes the
+// run's lock (throws asgd::Error when another process trains it).
+io::RunLock lock_run(const TrainConfig& cfg);
 
 // The start every trainer shares: validate cfg, make the result folders, and
 // when the results file already exists fill `out` as skipped and return true.

@@ -172,6 +172,12 @@ double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& tr
   return seconds_since(t0);
 }
 
+io::RunLock lock_run(const TrainConfig& cfg) {
+  check(cfg);
+  const RunPaths p = prepare_paths(cfg);
+  return io::RunLock(p.checkpoint, p.results, resolved_run_id(cfg));
+}
+
 bool finished_already(const TrainConfig& cfg, TrainOutcome& out) {
   check(cfg);
   out.paths = prepare_paths(cfg);
@@ -238,6 +244,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
         "train_single runs one learner; {} learners / {} servers need the MPI core", cfg.learners,
         cfg.servers));
   TrainOutcome out;
+  const io::RunLock lock = lock_run(cfg);
   if (finished_already(cfg, out)) return out;
   RunSetup run = load_run(cfg);
   const auto& data = run.data;
@@ -289,6 +296,8 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
     if (!cfg.warm_start.empty()) load_warm_start(cfg, model);
     if (cfg.warm_steps > 0) {
       const double t = warm_up(cfg, model, data.train);
+      train_s = t;  // warm-up steps are training: on the clock
+      res.summary.warm_up_s = t;
       if (!opt.quiet) spdlog::info("warm start: {} single-learner steps in {:.1f}s", cfg.warm_steps, t);
     }
   }

@@ -108,6 +108,7 @@ void write_summary(const Loc& parent, const Summary& s) {
   write_attr(loc, "updates", s.updates);
   write_attr(loc, "epochs", s.epochs);
   write_attr(loc, "train_time_s", s.train_time_s);
+  write_attr(loc, "warm_up_s", s.warm_up_s);
 }
 
 Summary read_summary(const Loc& parent) {
@@ -122,6 +123,8 @@ Summary read_summary(const Loc& parent) {
   s.updates = read_attr_i64(loc, "updates");
   s.epochs = read_attr_f64(loc, "epochs");
   s.train_time_s = read_attr_f64(loc, "train_time_s");
+  // files written before the warm-up was on the clock have no such attribute
+  if (has_attribute(loc, "warm_up_s")) s.warm_up_s = read_attr_f64(loc, "warm_up_s");
   return s;
 }
 
@@ -304,6 +307,8 @@ std::vector<std::string> result_problems(const RunResult& r) {
        "/summary time_to_target_s " + fmt_d(s.time_to_target_s) + " is not a time (or NaN)");
   need(fraction_ok(s.final_test_error), "/summary final_test_error " + fmt_d(s.final_test_error) + " is not in [0, 1]");
   need(fraction_ok(s.best_test_error), "/summary best_test_error " + fmt_d(s.best_test_error) + " is not in [0, 1]");
+  need(time_ok(s.warm_up_s) && s.warm_up_s <= s.train_time_s + 1e-9,
+       "/summary warm_up_s " + fmt_d(s.warm_up_s) + " is not a time within train_time_s");
   need(time_ok(s.samples_per_s), "/summary samples_per_s " + fmt_d(s.samples_per_s) + " is not a finite rate >= 0");
   need(s.updates >= 0, "/summary updates " + std::to_string(s.updates) + " is negative");
   need(time_ok(s.epochs), "/summary epochs " + fmt_d(s.epochs) + " is not a finite count >= 0");

@@ -54,6 +54,9 @@ struct Summary {
   std::int64_t updates = 0;
   double epochs = 0;
   double train_time_s = 0;
+  // --warm-steps: the single-learner warm-up's share of train_time_s (it is
+  // on the training clock, so warm starts are not flattered); 0 without one.
+  double warm_up_s = 0;
 };
 
 struct RunResult {

@@ -89,6 +89,7 @@ struct Event {
 
 dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOptions& opt) {
   dist::TrainOutcome out;
+  const io::RunLock lock = lock_run(cfg);
   if (finished_already(cfg, out)) return out;
   RunSetup run = load_run(cfg);
   const auto& data = run.data;
@@ -144,6 +145,9 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
     if (cfg.warm_steps > 0) warm_up(cfg, model, data.train);
   }
   Timing timing(cfg, compute_s, comm_s);
+  // Warm-up steps (--warm-steps) are training: one learner's steps on the
+  // clock, at the model's compute time each, before the learners start.
+  const double warm_s = cfg.warm_steps > 0 ? static_cast<double>(cfg.warm_steps) * compute_s : 0.0;
 
   dist::ShardCore core(cfg, P, L, data.train.n);
   Kokkos::deep_copy(core.weights(), model.params());
@@ -157,7 +161,11 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
     Kokkos::deep_copy(ln.weights, core.weights());
     if (ln.fetched.data() != nullptr) Kokkos::deep_copy(ln.fetched, core.weights());
     ln.timestamp = core.clock();
-    const double c = timing.compute(l);
+    // nsync: n_sync local steps, each its own compute time (one draw per
+    // minibatch, as a real learner spends); the other protocols: one.
+    const int local = core.rule().delta() ? cfg.n_sync : 1;
+    double c = 0;
+    for (int i = 0; i < local; ++i) c += timing.compute(l);
     ln.timing.pull_s += timing.comm() / 2;
     ln.timing.compute_s += c;
     ln.timing.push_s += timing.comm() / 2;
@@ -172,7 +180,7 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
     }
     ln.sampler = std::make_unique<data::Sampler>(data.train.n, cfg.seed, l, L, cfg.batch);
     ln.timing.learner = l;
-    start_cycle(l, 0.0);
+    start_cycle(l, warm_s);
   }
 
   io::RunResult res;
@@ -185,7 +193,8 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
                  res.run_id, out.paths.results, L, cfg.protocol, compute_s, comm_s);
   }
 
-  double last_eval_epoch = 0, now = 0;
+  res.summary.warm_up_s = warm_s;
+  double last_eval_epoch = 0, now = warm_s;
   std::vector<int> waiting;  // barrier: learners whose gradient is in the open update
   std::string status = "completed";
   auto last_print = Clock::now();

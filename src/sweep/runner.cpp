@@ -1,9 +1,12 @@
 #include "sweep/runner.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +21,7 @@
 #include "common/error.hpp"
 #include "dist/shared.hpp"
 #include "io/results.hpp"
+#include "io/run_lock.hpp"
 
 extern char** environ;
 
@@ -63,20 +67,75 @@ std::vector<std::string> train_command(const Suite& s, const Run& r, const std::
   return argv;
 }
 
+// Children end with the runner: each run is started in a process group of
+// its own (its leader's pid), SIGTERM/SIGINT to the runner are forwarded to
+// every group, and a child gets SIGTERM from the kernel if the runner dies
+// without forwarding (kill -9; PR_SET_PDEATHSIG, kept across exec).
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw Error(fmt::format("cannot start {}: {}", args[0], std::strerror(rc)));
+  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) throw Error(fmt::format("{}: cannot write the run's log: {}", log, std::strerror(errno)));
+  int ready[2];  // exec failures come back through a close-on-exec pipe
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    ::close(out);
+    throw Error(fmt::format("pipe: {}", std::strerror(errno)));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(out);
+    throw Error(fmt::format("fork: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the runner died before prctl
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGTERM, &dfl, nullptr);
+    ::sigaction(SIGINT, &dfl, nullptr);
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    ::execvp(argv[0], argv.data());
+    const int err = errno;
+    const ssize_t w = ::write(ready[1], &err, sizeof err);
+    (void)w;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: no race with a signal sent right after fork
+  ::close(out);
+  ::close(ready[1]);
+  int err = 0;
+  const ssize_t got = ::read(ready[0], &err, sizeof err);
+  ::close(ready[0]);
+  if (got == static_cast<ssize_t>(sizeof err)) {
+    ::waitpid(pid, nullptr, 0);
+    throw Error(fmt::format("cannot start {}: {}", args[0], std::strerror(err)));
+  }
   return pid;
+}
+
+// Sends sig to every active run's process group, then waits up to 10 s for
+// them and kills what is left.
+template <class Map>
+void stop_children(const Map& active, int sig) {
+  for (const auto& [pid, a] : active) ::kill(-pid, sig);
+  const auto t0 = Clock::now();
+  std::size_t left = active.size();
+  while (left > 0 && Clock::now() - t0 < std::chrono::seconds(10)) {
+    const pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
+    if (pid > 0 && active.count(pid)) --left;
+    if (pid <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (left > 0)
+    for (const auto& [pid, a] : active) ::kill(-pid, SIGKILL);
 }
 
 }  // namespace
@@ -125,12 +184,16 @@ const char* to_string(RunState s) {
     case RunState::failed: return "failed";
     case RunState::interrupted: return "interrupted";
     case RunState::pending: return "pending";
+    case RunState::running: return "running";
   }
   return "?";
 }
 
 RunState run_state(const Run& r, const SuitePaths& p) {
   if (fs::exists(micro_output(r, p))) return RunState::done;  // a micro suite's JSON
+  // a trainer holds the run's lock (io::RunLock), here or on a node sharing the folder
+  if (io::RunLock::busy((fs::path(p.checkpoints) / (r.run_id + ".h5")).string()))
+    return RunState::running;
   const fs::path result = fs::path(p.runs) / (r.run_id + ".h5");
   if (fs::exists(result)) {
     try {
@@ -164,6 +227,11 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
       ++skipped;
       continue;
     }
+    if (st == RunState::running) {  // another runner trains it: not a second trainer
+      ++skipped;
+      fmt::print("{}: being trained by another process, skipped\n", s.runs[i].run_id);
+      continue;
+    }
     todo.push_back(i);
   }
   fmt::print("suite {}: {} runs, {} finished earlier, {} to run (jobs {}, {} cores)\n", s.name,
@@ -187,7 +255,29 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
   double busy_s = 0;
   const auto t0 = Clock::now();
   int used = 0;
+  struct sigaction sa {}, old_term {}, old_int {};
+  sa.sa_handler = on_signal;  // no SA_RESTART: waitpid returns EINTR
+  sigemptyset(&sa.sa_mask);
+  g_signal = 0;
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGINT, &sa, &old_int);
+  struct Restore {
+    struct sigaction term, intr;
+    ~Restore() {
+      sigaction(SIGTERM, &term, nullptr);
+      sigaction(SIGINT, &intr, nullptr);
+    }
+  } restore{old_term, old_int};
   while (next < todo.size() || !active.empty()) {
+    if (g_signal != 0) {
+      const int sig = g_signal;
+      fmt::print("suite {}: {} received: stopping {} running run{} (their checkpoints stay; run "
+                 "the suite again to resume)\n",
+                 s.name, strsignal(sig), active.size(), active.size() == 1 ? "" : "s");
+      std::fflush(stdout);
+      stop_children(active, sig);
+      return 128 + sig;
+    }
     // start what fits: at most `jobs` runs, at most `cores` ranks (one run always fits)
     while (next < todo.size() && static_cast<int>(active.size()) < opt.jobs) {
       const Run& r = s.runs[todo[next]];
@@ -215,6 +305,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
     if (active.empty()) continue;  // every remaining run failed to start
     int wstatus = 0;
     const pid_t pid = waitpid(-1, &wstatus, 0);
+    if (pid < 0 && errno == EINTR) continue;  // a signal: handled at the top of the loop
     if (pid < 0) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
     auto it = active.find(pid);
     if (it == active.end()) continue;

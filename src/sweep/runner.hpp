@@ -33,7 +33,8 @@ std::vector<std::string> micro_command(const Suite& s, const std::string& self,
                                        const std::string& out_json);
 std::string micro_output(const Run& r, const SuitePaths& p);
 
-enum class RunState { done, diverged, failed, interrupted, pending };
+// running: a trainer holds the run's lock (io::RunLock) right now.
+enum class RunState { done, diverged, failed, interrupted, pending, running };
 const char* to_string(RunState s);
 RunState run_state(const Run& r, const SuitePaths& p);
 

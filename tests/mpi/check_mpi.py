@@ -273,6 +273,40 @@ def case_virtual_straggler(tmp):
     print(f"gradients per learner {list(g)}; histogram tail up to tau={len(h) - 1}")
 
 
+def summary(results, run_id):
+    with h5py.File(os.path.join(results, "adhoc", "runs", f"{run_id}.h5")) as f:
+        return {k: v for k, v in f["summary"].attrs.items()}, f["updates/wall_s"][:], f["evals/wall_s"][:]
+
+
+def case_virtual_clock(tmp):
+    """Fixed timing: every protocol and n_sync trains at L x batch / compute_s
+    samples/s (each local step of nsync costs its own compute time; it once
+    cost one per cycle, n_sync times too fast). Warm-up steps are on the
+    clock: warm_up_s = steps x compute_s, before the first update."""
+    L, mu, compute = 4, 8, 0.01
+    base = ["--model", "mlp", "--synthetic-size", "8", "--synthetic-train", "3200", "--batch", str(mu),
+            "--learners", str(L), "--timing", "fixed", "--compute-s", str(compute),
+            "--comm-s", "0.000001"]
+    want = L * mu / compute
+    for name, extra in (("ns1", ["--protocol", "nsync", "--n-sync", "1"]),
+                        ("ns10", ["--protocol", "nsync", "--n-sync", "10"]),
+                        ("ns4", ["--protocol", "nsync", "--n-sync", "4"]),
+                        ("soft", ["--protocol", "softsync", "--n", "4"]),
+                        ("hard", ["--protocol", "hardsync"])):
+        virtual(*base, *extra, "--run-id", name, results=tmp)
+        s, _, _ = summary(tmp, name)
+        rate = s["samples_per_s"]
+        print(f"{name}: {rate:.0f} samples/s (want {want:.0f})")
+        assert abs(rate - want) <= 0.01 * want, f"{name}: {rate} samples/s, want {want}"
+    virtual(*base, "--protocol", "softsync", "--n", "4", "--warm-steps", "50", "--run-id", "warm",
+            results=tmp)
+    s, upd, ev = summary(tmp, "warm")
+    assert abs(s["warm_up_s"] - 50 * compute) < 1e-9, s["warm_up_s"]
+    assert upd[0] >= 50 * compute, f"first update at {upd[0]} s, before the warm-up ended"
+    assert s["train_time_s"] >= s["warm_up_s"]
+    print(f"warm start: warm_up_s {s['warm_up_s']}, first update at {upd[0]:.3f}s")
+
+
 CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
 
 
