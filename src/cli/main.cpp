@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <Kokkos_Core.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -240,7 +241,7 @@ int world_size() {
   return s;
 }
 
-int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double progress_every) {
+int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, const asgd::dist::TrainOptions& opt) {
   const bool distributed =
       !cfg.virtual_learners && (world_size() > 1 || cfg.learners > 1 || cfg.servers > 1);
   if (cfg.virtual_learners && world_size() > 1)
@@ -253,7 +254,6 @@ int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, bool quiet, double pro
     return 0;
   }
   KokkosScope kokkos;
-  const asgd::dist::TrainOptions opt{quiet, progress_every, 0};
   const auto out = cfg.virtual_learners ? asgd::sim::train_virtual(cfg, opt)
                    : distributed         ? asgd::dist::train_mpi(cfg, MPI_COMM_WORLD, opt)
                                          : asgd::dist::train_single(cfg, opt);
@@ -376,11 +376,38 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
   return failed > 0 ? 1 : 0;
 }
 
-int cmd_info() {
+std::string mpi_library() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, static_cast<std::size_t>(len));
+  if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+int cmd_info(bool as_json, int threads) {
   KokkosScope kokkos;
+  asgd::set_blas_threads(threads);
   const auto info = asgd::collect_run_info();
-  fmt::print("asgd-bench {}\n  host    {}\n  Kokkos  {}\n  BLAS    {}\n  HDF5    {}\n", info.git_commit,
-             info.host, info.kokkos_version, info.blas, asgd::io::hdf5_version());
+  std::string gpus;
+  if (asgd::gpu::built_with_cuda())
+    for (int d = 0; d < asgd::gpu::device_count(); ++d)
+      gpus += (gpus.empty() ? "" : "; ") + asgd::gpu::device_info(d).describe();
+  if (as_json) {  // the machine record every results file holds, for a site to file
+    auto j = nlohmann::json::parse(asgd::machine_json(info, {1, threads, {info.host}, mpi_library(), gpus}));
+    j["asgd_commit"] = info.git_commit;
+    j["hdf5"] = asgd::io::hdf5_version();
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("asgd-bench {}\n  host    {}\n  CPU     {} ({} online, {} allowed; {})\n  memory  {:.1f} GiB "
+             "({:.1f} GiB available), load {:.2f} {:.2f} {:.2f}\n  Kokkos  {} ({} threads)\n  BLAS    {}"
+             "\n  MPI     {}\n  HDF5    {}\n  OS      {}, {}\n",
+             info.git_commit, info.host, info.cpu_model, info.cpus_online, info.cpus_allowed,
+             fmt::join(info.cpu_flags, " "), info.mem_total_bytes / 1073741824.0,
+             info.mem_available_bytes / 1073741824.0, info.load1, info.load5, info.load15,
+             info.kokkos_version, info.kokkos_concurrency, info.blas, mpi_library(),
+             asgd::io::hdf5_version(), info.os, info.kernel);
   if (!asgd::gpu::built_with_cuda()) {
     fmt::print("  CUDA    not built (cmake --preset cuda for --device cuda)\n");
   } else if (asgd::gpu::device_count() == 0) {
@@ -439,16 +466,29 @@ int main(int argc, char** argv) {
   add_train_options(*train, cfg);
   train->add_flag("--dry-run", dry_run, "Validate and print the resolved configuration, run nothing");
   train->add_flag("-q,--quiet", quiet, "No progress lines");
-  double progress_every = 2;
-  train->add_option("--progress-every", progress_every, "Seconds between progress lines")
-      ->capture_default_str();
+  asgd::dist::TrainOptions train_opt;
+  train->add_option("--progress-every", train_opt.progress_every_s, "Seconds between progress lines")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  train->add_option("--stall-timeout", train_opt.stall_timeout_s,
+                    "MPI runs: a rank that waits this many seconds without progress ends the run "
+                    "(status failed, exit 1), naming what it waited for; 0: off")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
 
   std::string which, dataset = "fashion-mnist";
   auto* models = app.add_subcommand("models", "Print the model zoo: layers, shapes, parameters");
   models->add_option("name", which, "One model only");
   models->add_option("--dataset", dataset, "Input shape of this dataset")->capture_default_str();
 
-  auto* info = app.add_subcommand("info", "Print versions: Kokkos, BLAS (and its kernel), HDF5");
+  auto* info = app.add_subcommand(
+      "info", "Print the machine and versions: CPU, memory, load, Kokkos, BLAS (and its kernel), MPI, HDF5");
+  bool info_json = false;
+  int info_threads = 1;
+  info->add_flag("--json", info_json, "The machine record results files hold, as JSON");
+  info->add_option("--threads", info_threads, "Threads per rank the record should say")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
 
   SweepArgs sw;
   auto* sweep = app.add_subcommand("sweep", "Suites: plan, run here, submit to Slurm, status");
@@ -548,9 +588,12 @@ int main(int argc, char** argv) {
 
   MpiScope mpi(&argc, &argv);
   try {
-    if (*train) return cmd_train(cfg, dry_run, quiet, progress_every);
+    if (*train) {
+      train_opt.quiet = quiet;
+      return cmd_train(cfg, dry_run, train_opt);
+    }
     if (*models) return cmd_models(which, dataset);
-    if (*info) return cmd_info();
+    if (*info) return cmd_info(info_json, info_threads);
     if (*gpu_bench) {
       KokkosScope kokkos;
       return asgd::cli::gpu_bench(gb);

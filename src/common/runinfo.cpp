@@ -2,9 +2,17 @@
 
 #include <Kokkos_Core.hpp>
 #include <fmt/format.h>
+#include <sched.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "common/blas_env.hpp"
 
@@ -19,6 +27,65 @@ std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// The instruction sets that change kernel speed (and so a figure).
+constexpr const char* kFlags[] = {"sse4_2",      "avx",         "avx2",        "fma",
+                                  "avx512f",     "avx512bw",    "avx512vl",    "avx512_vnni",
+                                  "avx512_bf16", "avx512_fp16", "amx_tile",    "amx_bf16",
+                                  "amx_int8",    "sve",         "asimd"};
+
+void read_cpuinfo(RunInfo& r) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> have;
+  bool flags_done = false;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    if (r.cpu_model.empty() && (key == "model name" || key == "Model name" || key == "cpu model"))
+      r.cpu_model = value;
+    if (!flags_done && (key == "flags" || key == "Features")) {
+      std::istringstream words(value);
+      std::string w;
+      while (words >> w) have.insert(w);
+      flags_done = true;
+    }
+  }
+  for (const char* f : kFlags)
+    if (have.count(f)) r.cpu_flags.emplace_back(f);
+}
+
+double meminfo_bytes(const std::string& field) {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == field + ":") return kb * 1024;
+  }
+  return 0;
+}
+
+std::string os_name() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  return "";
+}
 }  // namespace
 
 RunInfo collect_run_info() {
@@ -28,11 +95,77 @@ RunInfo collect_run_info() {
   if (gethostname(host, sizeof host - 1) == 0) r.host = host;
   r.kokkos_version = fmt::format("{}.{}.{} ({})", KOKKOS_VERSION / 10000, KOKKOS_VERSION / 100 % 100,
                                  KOKKOS_VERSION % 100, Kokkos::DefaultExecutionSpace::name());
+  r.kokkos_backend = Kokkos::DefaultExecutionSpace::name();
+  r.kokkos_concurrency = Kokkos::DefaultExecutionSpace::concurrency();
   r.blas = blas_info();
   r.slurm_job_id = env("SLURM_JOB_ID");
   r.slurm_array_job_id = env("SLURM_ARRAY_JOB_ID");
   r.slurm_array_task_id = env("SLURM_ARRAY_TASK_ID");
+  r.slurm_nodelist = env("SLURM_JOB_NODELIST");
+  read_cpuinfo(r);
+  r.cpus_online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  r.cpus_allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : r.cpus_online;
+  r.mem_total_bytes = meminfo_bytes("MemTotal");
+  r.mem_available_bytes = meminfo_bytes("MemAvailable");
+  if (std::ifstream la("/proc/loadavg"); la) la >> r.load1 >> r.load5 >> r.load15;
+  struct utsname u {};
+  if (uname(&u) == 0) r.kernel = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  r.os = os_name();
   return r;
+}
+
+std::string machine_json(const RunInfo& info, const RunShape& shape) {
+  std::vector<std::string> nodes = shape.nodes;
+  if (nodes.empty()) nodes.push_back(info.host);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const nlohmann::json j = {
+      {"host", info.host},
+      {"nodes", nodes},
+      {"slurm_nodelist", info.slurm_nodelist},
+      {"cpu_model", info.cpu_model},
+      {"cpu_short", short_cpu(info.cpu_model)},
+      {"cpu_flags", info.cpu_flags},
+      {"cpus_online", info.cpus_online},
+      {"cpus_allowed", info.cpus_allowed},
+      {"ranks", shape.ranks},
+      {"threads_per_rank", shape.threads_per_rank},
+      {"mem_total_bytes", info.mem_total_bytes},
+      {"mem_available_bytes", info.mem_available_bytes},
+      {"load_at_start", {info.load1, info.load5, info.load15}},
+      {"blas", info.blas},
+      {"kokkos", {{"version", info.kokkos_version}, {"backend", info.kokkos_backend},
+                  {"concurrency", info.kokkos_concurrency}}},
+      {"mpi", shape.mpi},
+      {"gpu", shape.gpu},
+      {"kernel", info.kernel},
+      {"os", info.os},
+  };
+  return j.dump();
+}
+
+std::string short_cpu(const std::string& cpu_model) {
+  static const char* drop[] = {"(R)", "(TM)", "(tm)", "Intel", "AMD", "CPU", "Processor", "Core",
+                               "Gen", "Genuine"};
+  std::string s = cpu_model;
+  if (auto at = s.find('@'); at != std::string::npos) s.resize(at);  // "@ 2.90GHz"
+  for (const char* d : drop)
+    for (auto p = s.find(d); p != std::string::npos; p = s.find(d)) s.erase(p, std::string(d).size());
+  std::istringstream words(s);
+  std::string w, out;
+  while (words >> w) {
+    if (w == "Platinum" || w == "Gold" || w == "Silver" || w == "Bronze" || w == "Scalable" ||
+        w.find("-Core") != std::string::npos || w == "with" || w == "Radeon" || w == "Graphics")
+      continue;
+    out += (out.empty() ? "" : " ") + w;
+  }
+  return out.empty() ? (cpu_model.empty() ? "unknown CPU" : cpu_model) : out;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace asgd

@@ -156,6 +156,7 @@ class Server {
   io::RunResult run() {
     const bool writer = k_ == 0;
     start_ = Clock::now();
+    started_unix_ = unix_now();
     int byes = 0;
     bool finish = false;
     while (!finish) {
@@ -462,6 +463,8 @@ class Server {
     res.learners = learner_rows();
     res.summary.train_time_s = train_clock();
     res.summary.warm_up_s = warm_up_s_;
+    res.train_started = started_unix_;
+    res.train_finished = unix_now();
     res.summary.epochs = epoch();
     summarise(res, cfg_.target_error);
     return res;
@@ -478,7 +481,7 @@ class Server {
   ShardCore core_;
   const SharedWindows* shm_ = nullptr;
   int readers_ = 0;  // learners sent a reply that have not said kPullDone
-  double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0, warm_up_s_ = 0;
+  double train_s_ = 0, paused_s_ = 0, last_eval_epoch_ = 0, warm_up_s_ = 0, started_unix_ = 0;
   Clock::time_point start_, last_print_ = Clock::now();
   std::int64_t win_samples_ = 0;
   double win_t_ = 0;
@@ -677,6 +680,24 @@ void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& 
   polite_wait_all(S, r.data(), Wait::event, "bye messages to reach the servers");
 }
 
+// The host name of every rank (rank 0 gets them all; others get an empty list).
+std::vector<std::string> rank_hosts(const Comm& comm) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  mpi_check(MPI_Get_processor_name(name, &len), "Get_processor_name");
+  std::vector<char> all(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) * MPI_MAX_PROCESSOR_NAME : 1);
+  mpi_check(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                       MPI_CHAR, 0, comm.get()),
+            "Gather");
+  std::vector<std::string> hosts;
+  if (comm.rank() == 0)
+    for (int r = 0; r < comm.size(); ++r) {
+      const char* p = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+      hosts.emplace_back(p, strnlen(p, MPI_MAX_PROCESSOR_NAME));
+    }
+  return hosts;
+}
+
 // Every rank stops when any failed; the lowest failing rank reports it, so a
 // problem every rank meets (a truncated data file) is printed once, not once
 // per rank.
@@ -852,6 +873,10 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   }
 
   const RunInfo info = collect_run_info();
+  const std::vector<std::string> nodes = rank_hosts(comm);  // collective
+  // learners' GPUs are theirs to know; their logs name each device
+  const std::string gpu_note =
+      cfg.device == "cuda" ? fmt::format("cuda: one GPU per learner ({} learners)", L) : "";
   if (writer && !opt.quiet) {
     spdlog::info("run {} -> {}", resolved_run_id(cfg), out.paths.results);
     spdlog::info("{}", model->summary());
@@ -873,12 +898,14 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
       if (writer) {  // what was trained so far, marked failed; the checkpoint stays for a resume
         res = srv->failed_result();
         fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
+        res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi_library_version(), gpu_note});
         io::write_results(out.paths.results, res);
       }
       throw;
     }
     if (writer) {
       fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
+      res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi_library_version(), gpu_note});
       io::write_results(out.paths.results, res);
       out.result = std::move(res);
     }

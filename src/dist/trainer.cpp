@@ -127,6 +127,8 @@ void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info
   res.model = cfg.model;
   res.protocol = protocol;
   res.timing_model_json = "{}";
+  // one process; the MPI core replaces it with its ranks and nodes
+  res.machine_json = machine_json(info, {1, cfg.threads, {info.host}, mpi_version, ""});
 }
 
 void load_warm_start(const TrainConfig& cfg, nn::Model& model) {
@@ -310,7 +312,11 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   // --device cuda: weights and momentum live on the GPU from here on; the
   // model's buffers are refreshed from it for checkpoints.
   const std::unique_ptr<gpu::Net> net = make_gpu_net(cfg, model, 0);
-  if (net) net->set_momentum(inc.data());
+  if (net) {
+    net->set_momentum(inc.data());
+    res.machine_json = machine_json(info, {1, cfg.threads, {info.host}, res.mpi_version,
+                                           net->device().describe()});
+  }
 
   auto checkpoint = [&](std::int64_t at) {
     if (net) {
@@ -360,6 +366,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   double win_start_train = train_s;
   const double flops = model.flops_per_sample_train();
   std::int64_t steps_here = 0;
+  res.train_started = unix_now();
   while (clock < total_steps) {
     const auto t0 = Clock::now();
     const double epoch_before = static_cast<double>(clock) / static_cast<double>(bpe);
@@ -433,6 +440,7 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
     run_eval(clock);
 
   res.status = status;
+  res.train_finished = unix_now();
   std::int64_t samples = 0;
   for (const auto& u : res.updates) samples += u.samples;
   res.learners = {{0, train_s, 0, 0, 0, clock, samples}};

@@ -148,6 +148,9 @@ void write_run_result(const Loc& loc, const RunResult& r) {
   write_attr(loc, "model", r.model);
   write_attr(loc, "protocol", r.protocol);
   write_attr(loc, "timing_model", r.timing_model_json);
+  write_attr(loc, "machine", r.machine_json);
+  write_attr(loc, "train_started", r.train_started);
+  write_attr(loc, "train_finished", r.train_finished);
   write_attr(loc, "created", utc_now_iso8601());
 
   write_updates(loc, r.updates);
@@ -189,6 +192,10 @@ RunResult read_run_result(const Loc& loc) {
   r.model = read_attr_str(loc, "model");
   r.protocol = read_attr_str(loc, "protocol");
   r.timing_model_json = read_attr_str(loc, "timing_model");
+  // written since the machine record; older files have neither
+  if (has_attribute(loc, "machine")) r.machine_json = read_attr_str(loc, "machine");
+  if (has_attribute(loc, "train_started")) r.train_started = read_attr_f64(loc, "train_started");
+  if (has_attribute(loc, "train_finished")) r.train_finished = read_attr_f64(loc, "train_finished");
   // Required for a well-formed file; RunResult has no field for it.
   read_attr_str(loc, "created");
 
@@ -256,6 +263,13 @@ std::vector<std::string> result_problems(const RunResult& r) {
   need(is_json_object(r.config_json), "config is not a JSON object: \"" + cut(r.config_json) + "\"");
   need(is_json_object(r.timing_model_json),
        "timing_model is not a JSON object: \"" + cut(r.timing_model_json) + "\"");
+  need(is_json_object(r.machine_json), "machine is not a JSON object: \"" + cut(r.machine_json) + "\"");
+  // the training interval: both or neither, finite, in order
+  need(std::isnan(r.train_started) == std::isnan(r.train_finished) &&
+           (std::isnan(r.train_started) ||
+            (time_ok(r.train_started) && time_ok(r.train_finished) && r.train_started <= r.train_finished)),
+       "train_started " + fmt_d(r.train_started) + " / train_finished " + fmt_d(r.train_finished) +
+           " is not an interval of Unix times");
   // Series: the first bad row of each column is enough.
   auto rows = [&](const char* table, std::size_t n, const char* column, auto bad, auto value) {
     for (std::size_t i = 0; i < n; ++i)

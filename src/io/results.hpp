@@ -69,6 +69,15 @@ struct RunResult {
   std::string status = "completed"; // completed | diverged | failed
   std::string model, protocol;
   std::string timing_model_json = "{}";
+  // The machine the run trained on (common/runinfo.hpp machine_json: CPU model
+  // and flags, cores and threads used, memory, BLAS and its kernel, Kokkos
+  // backend, MPI, GPU, nodes, load at start); "{}" in files written before.
+  std::string machine_json = "{}";
+  // Wall-clock interval of the training in this process (Unix seconds; a
+  // resumed run: its last segment); NaN in files written before. asgd report
+  // flags runs whose intervals overlapped on the same host.
+  double train_started = std::numeric_limits<double>::quiet_NaN();
+  double train_finished = std::numeric_limits<double>::quiet_NaN();
   // datasets
   std::vector<UpdateRecord> updates;
   std::vector<EvalRecord> evals;
