@@ -33,6 +33,15 @@ OUTER_TIMEOUT_S = 90   # this script's watchdog, per run
 STALL_TIMEOUT_S = 30   # the program's
 
 
+class CheckFailed(Exception):
+    """A check of this test failed (raised explicitly: `python -O` strips asserts)."""
+
+
+def check(cond, msg):
+    if not cond:
+        raise CheckFailed(msg)
+
+
 def shapes():
     """(protocol, extra flags, c) for L learners."""
     for L in (2, 4):
@@ -60,7 +69,7 @@ def check_run(path, L, S, c, mu, protocol):
     with h5py.File(path) as f:
         status = f.attrs["status"]
         status = status.decode() if isinstance(status, bytes) else status
-        assert status == "completed", f"status {status}"
+        check(status == "completed", f"status {status}")
         clock = f["updates/clock"][:]
         grads = f["updates/gradients"][:]
         samples = f["updates/samples"][:]
@@ -70,19 +79,19 @@ def check_run(path, L, S, c, mu, protocol):
         ls = f["learners/samples"][:]
         hist = f["staleness/histogram"][:]
     n = len(clock)
-    assert n > 0, "no updates"
-    assert (clock == np.arange(1, n + 1)).all(), "clock counts updates"
-    assert (grads == c).all(), f"every update has c={c} gradients: {sorted(set(grads))}"
+    check(n > 0, "no updates")
+    check((clock == np.arange(1, n + 1)).all(), "clock counts updates")
+    check((grads == c).all(), f"every update has c={c} gradients: {sorted(set(grads))}")
     if protocol != "nsync":
-        assert (samples == c * mu).all(), f"samples per update == c*mu = {c * mu}"
-    assert hist.sum() == n * c and lg.sum() == n * c, "histogram/learner counts == updates*c"
-    assert ls.sum() == samples.sum(), "learner samples == update samples"
-    assert len(lg) == L
+        check((samples == c * mu).all(), f"samples per update == c*mu = {c * mu}")
+    check(hist.sum() == n * c and lg.sum() == n * c, "histogram/learner counts == updates*c")
+    check(ls.sum() == samples.sum(), "learner samples == update samples")
+    check(len(lg) == L, f"{len(lg)} learner rows, want {L}")
     if protocol == "hardsync":
-        assert (taus == 0).all(), "hardsync: tau 0"
-    assert len(eclock) >= 3, f"only {len(eclock)} evaluations"
-    assert eclock[-1] == clock[-1], "the last evaluation is of the final weights"
-    assert (np.diff(eclock) >= 0).all(), "evaluations in clock order"
+        check((taus == 0).all(), "hardsync: tau 0")
+    check(len(eclock) >= 3, f"only {len(eclock)} evaluations")
+    check(eclock[-1] == clock[-1], "the last evaluation is of the final weights")
+    check((np.diff(eclock) >= 0).all(), "evaluations in clock order")
 
 
 def stress(args, tmp):
@@ -115,7 +124,7 @@ def stress(args, tmp):
         else:
             try:
                 check_run(os.path.join(tmp, "adhoc", "runs", run_id + ".h5"), L, S, c, mu, protocol)
-            except AssertionError as e:
+            except CheckFailed as e:
                 failures.append(f"{what}: {e}")
         print(f"[{i + 1}/{runs}] {what}: {'ok' if rc == 0 else 'FAILED'} {time.time() - t:.1f}s",
               flush=True)
@@ -138,27 +147,27 @@ def watchdog(args, tmp):
     t = time.time()
     rc, out, err = launch(args, cmd, env, 60)
     took = time.time() - t
-    assert rc is not None, "the run hung: the program's watchdog did not fire"
-    assert rc != 0, "a stalled run must exit non-zero"
+    check(rc is not None, "the run hung: the program's watchdog did not fire")
+    check(rc != 0, "a stalled run must exit non-zero")
     lines = [l for l in err.splitlines() if "no progress" in l]
-    assert len(lines) >= 1, f"no watchdog line in stderr:\n{err}"
-    assert "rank 0 (server 0)" in lines[0] and "waiting for" in lines[0], lines[0]
-    assert took < stall + 30, f"took {took:.0f}s"
+    check(len(lines) >= 1, f"no watchdog line in stderr:\n{err}")
+    check("rank 0 (server 0)" in lines[0] and "waiting for" in lines[0], lines[0])
+    check(took < stall + 30, f"took {took:.0f}s")
     with h5py.File(os.path.join(tmp, "adhoc", "runs", "hang.h5")) as f:
         status = f.attrs["status"]
         status = status.decode() if isinstance(status, bytes) else status
-        assert status == "failed", status
-        assert len(f["updates/clock"]) > 0
+        check(status == "failed", f"status {status}, want failed")
+        check(len(f["updates/clock"]) > 0, "no updates recorded before the stall")
     print(f"watchdog: exit {rc} after {took:.1f}s: {lines[0]}")
     # run again without the hang: resumes from the checkpoints (none yet here:
     # starts over) and replaces the failed result with a completed one
     env.pop("ASGD_INJECT_STALL")
     rc, out, err = launch(args, cmd, env, 120)
-    assert rc == 0, f"re-run after a stall: exit {rc}\n{err}"
+    check(rc == 0, f"re-run after a stall: exit {rc}\n{err}")
     with h5py.File(os.path.join(tmp, "adhoc", "runs", "hang.h5")) as f:
         status = f.attrs["status"]
         status = status.decode() if isinstance(status, bytes) else status
-        assert status == "completed", status
+        check(status == "completed", f"status {status}, want completed")
     return 0
 
 
@@ -174,7 +183,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="asgd_stress_") as tmp:
         try:
             return watchdog(args, tmp) if args.watchdog else stress(args, tmp)
-        except AssertionError as e:
+        except CheckFailed as e:
             print("FAIL", e)
             return 1
 
