@@ -548,6 +548,8 @@ int main(int argc, char** argv) {
   compare->add_option("--error-band", copt.error_band, "Allowed increase of test error")
       ->capture_default_str()
       ->check(finite_in(0, 1));
+  compare->add_flag("--across-machines", copt.across_machines,
+                    "Compare timings even when the two sides ran on different CPU models or BLAS kernels");
 
   asgd::cli::GpuBenchOptions gb;
   auto* gpu_bench = app.add_subcommand(

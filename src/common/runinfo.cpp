@@ -146,24 +146,6 @@ std::string machine_json(const RunInfo& info, const RunShape& shape) {
   return j.dump();
 }
 
-std::string short_cpu(const std::string& cpu_model) {
-  static const char* drop[] = {"(R)", "(TM)", "(tm)", "Intel", "AMD", "CPU", "Processor", "Core",
-                               "Gen", "Genuine"};
-  std::string s = cpu_model;
-  if (auto at = s.find('@'); at != std::string::npos) s.resize(at);  // "@ 2.90GHz"
-  for (const char* d : drop)
-    for (auto p = s.find(d); p != std::string::npos; p = s.find(d)) s.erase(p, std::string(d).size());
-  std::istringstream words(s);
-  std::string w, out;
-  while (words >> w) {
-    if (w == "Platinum" || w == "Gold" || w == "Silver" || w == "Bronze" || w == "Scalable" ||
-        w.find("-Core") != std::string::npos || w == "with" || w == "Radeon" || w == "Graphics")
-      continue;
-    out += (out.empty() ? "" : " ") + w;
-  }
-  return out.empty() ? (cpu_model.empty() ? "unknown CPU" : cpu_model) : out;
-}
-
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_name.hpp"
+
 namespace asgd {
 
 struct RunInfo {
@@ -40,10 +42,6 @@ struct RunShape {
 // The `machine` record of a results file and of `asgd info --json`: one JSON
 // object (keys in README "Results"), compact.
 std::string machine_json(const RunInfo& info, const RunShape& shape);
-
-// "Xeon 8375C", "EPYC 9654", ...: the CPU model without vendor marks,
-// frequency and filler words, for table columns.
-std::string short_cpu(const std::string& cpu_model);
 
 // Seconds since the Unix epoch (wall clock), for run intervals.
 double unix_now();

@@ -11,6 +11,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.hpp"
 #include "report/detail.hpp"
@@ -143,10 +144,44 @@ std::vector<RunInfo> load_readable(const Input& in) {
 
 std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// "CPU model (BLAS kernel K)" of each side; refuses (asgd::Error) when the
+// sides differ, unless opt.across_machines (then says so). Unknown machines
+// (files, or benchmark outputs, without a record) are not held against a side.
+void check_same_machine(const std::set<std::string>& base, const std::set<std::string>& cand,
+                        const CompareOptions& opt) {
+  if (base.empty() || cand.empty() || base == cand) return;
+  const std::string why = fmt::format(
+      "the baseline ran on {} and the candidate on {}: a speed difference between machines is not a "
+      "regression of the code",
+      fmt::join(base, " + "), fmt::join(cand, " + "));
+  if (!opt.across_machines)
+    throw Error("compare: " + why + " (--across-machines compares them anyway)");
+  std::printf("note: %s; compared anyway (--across-machines)\n", why.c_str());
+}
+
+std::set<std::string> machines(const std::vector<RunInfo>& runs) {
+  std::set<std::string> out;
+  for (const auto& r : runs)
+    if (r.mode == "real" && !r.cpu_model.empty())
+      out.insert(fmt::format("{} (BLAS kernel {})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel));
+  return out;
+}
+
+std::set<std::string> machines(const json& doc) {
+  std::set<std::string> out;
+  if (!doc.contains("context") || !doc["context"].is_object()) return out;
+  const json& c = doc["context"];
+  if (c.contains("asgd_cpu_model") && c["asgd_cpu_model"].is_string())
+    out.insert(fmt::format("{} (BLAS kernel {})", c["asgd_cpu_model"].get<std::string>(),
+                           c.value("asgd_blas_kernel", std::string("unknown"))));
+  return out;
+}
+
 Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOptions& opt) {
   std::vector<RunInfo> base = load_readable(bin), cand = load_readable(cin);
   if (base.empty()) throw Error("compare: no readable results file in the baseline");
   if (cand.empty()) throw Error("compare: no readable results file in the candidate");
+  check_same_machine(machines(base), machines(cand), opt);
 
   // Match on the config fields every run of both sides has, so that a field
   // added by a newer build does not make every configuration "new".
@@ -313,6 +348,7 @@ std::map<std::string, BenchSeries> bench_series(const json& doc, const std::stri
 
 Verdicts compare_bench(const Input& bin, const std::string& bpath, const Input& cin, const std::string& cpath,
                        const CompareOptions& opt) {
+  check_same_machine(machines(bin.doc), machines(cin.doc), opt);
   const auto base = bench_series(bin.doc, bpath), cand = bench_series(cin.doc, cpath);
   std::set<std::string> names;
   for (const auto& [n, s] : base) names.insert(n);

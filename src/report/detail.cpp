@@ -95,6 +95,7 @@ RunInfo load_run(const std::string& path) {
   info.smoothed_train_error = smoothed_train_error(r.updates, 400);
   info.n_updates = r.updates.size();
   info.n_evals = r.evals.size();
+  read_machine(info, r);
   info.histogram = std::move(r.staleness_histogram);
   info.learner_rows = std::move(r.learners);
   return info;

@@ -38,6 +38,11 @@ struct RunInfo {
   std::size_t n_updates = 0, n_evals = 0;
   std::vector<std::int64_t> histogram;
   std::vector<io::LearnerTiming> learner_rows;
+  // where and when it trained (results' `machine`, train_started/finished)
+  std::string host, cpu_model, cpu, blas_kernel;  // cpu: short model ("Xeon 8375C")
+  double started = kNaN, finished = kNaN;          // Unix seconds; NaN: not recorded
+  std::vector<std::string> shared_with;           // run ids whose training overlapped on this host
+  bool timing_shared() const { return !shared_with.empty(); }
 
   bool completed() const { return readable && status == "completed"; }
   bool diverged() const { return readable && status == "diverged"; }
@@ -53,6 +58,19 @@ std::string short_hash(const std::string& text);
 std::string field_text(const json& config, const char* name);
 
 RunInfo load_run(const std::string& path);
+
+// Measurement integrity (integrity.cpp). The machine and interval of one
+// results file into info.
+void read_machine(RunInfo& info, const io::RunResult& r);
+// "(core Cooperlake)" of a BLAS description -> "Cooperlake"; "" if none.
+std::string blas_kernel(const std::string& blas);
+// Marks real-mode runs whose training intervals overlapped on the same host
+// (each one's shared_with lists the others): their timings were shared.
+// Virtual runs are left alone (their clock is modelled).
+void mark_overlaps(std::vector<RunInfo>& runs);
+// The "Measurement conditions" section of report.md: machines, and which
+// runs' timings were shared and with whom.
+std::string conditions_md(const std::vector<RunInfo>& runs);
 std::vector<RunInfo> load_runs(const std::vector<std::string>& files);
 
 // *.h5 files directly in dir, sorted by name. Throws asgd::Error if dir is

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.hpp"
 #include "report/analysis.hpp"
@@ -32,12 +34,21 @@ std::string run_error_cell(const RunInfo& r, double x) {
   return num(x);
 }
 
+// "exclusive", "shared with a;b" (overlapped on the same host), "modelled"
+// (virtual clock) or "unknown" (no interval recorded).
+std::string timing_cell(const RunInfo& r) {
+  if (r.mode == "virtual") return "modelled";
+  if (r.timing_shared()) return "shared with " + fmt::format("{}", fmt::join(r.shared_with, ";"));
+  if (!std::isfinite(r.started) || !std::isfinite(r.finished)) return "unknown";
+  return "exclusive";
+}
+
 Table runs_table(const std::vector<RunInfo>& runs) {
   Table t;
   t.header = {"run_id", "model", "mode", "protocol", "learners", "n", "n_sync", "lr_policy", "batch", "seed",
               "status", "updates", "epochs", "train_time_s", "samples_per_s", "final_test_error",
               "best_test_error", "time_to_target_s", "mean_tau", "smoothed_train_error", "file", "config",
-              "error"};
+              "error", "host", "cpu", "blas_kernel", "train_started", "train_finished", "timing"};
   for (const auto& r : runs) {
     if (!r.readable) {
       std::vector<std::string> row(t.header.size());
@@ -46,6 +57,7 @@ Table runs_table(const std::vector<RunInfo>& runs) {
       for (int c : {15, 16, 17, 19}) row[static_cast<std::size_t>(c)] = "failed";
       row[20] = r.file;
       row[22] = r.error;
+      row[28] = "unknown";
       t.rows.push_back(std::move(row));
       continue;
     }
@@ -54,7 +66,8 @@ Table runs_table(const std::vector<RunInfo>& runs) {
                       r.lr_policy, r.batch, r.seed, r.status, std::to_string(s.updates), num(s.epochs),
                       num(s.train_time_s), num(s.samples_per_s), run_error_cell(r, s.final_test_error),
                       run_error_cell(r, s.best_test_error), run_error_cell(r, s.time_to_target_s), num(r.mean_tau),
-                      run_error_cell(r, r.smoothed_train_error), r.file, r.config_id, ""});
+                      run_error_cell(r, r.smoothed_train_error), r.file, r.config_id, "", r.host, r.cpu,
+                      r.blas_kernel, num(r.started), num(r.finished), timing_cell(r)});
   }
   return t;
 }
@@ -76,6 +89,33 @@ std::vector<std::string> agg_header(const std::string& name) {
 }
 std::string join(const std::vector<std::string>& v, const char* sep) {
   return fmt::format("{}", fmt::join(v, sep));
+}
+
+// A speedup whose runs or baselines trained beside other runs says so in its
+// note; where the suite spans machines the note names the CPU.
+void mark_shared_speedups(std::vector<ConfigGroup>& groups, const std::vector<RunInfo>& runs) {
+  std::map<std::string, const RunInfo*> by_id;
+  std::set<std::string> cpus;
+  for (const auto& r : runs)
+    if (r.readable) {
+      by_id[r.run_id] = &r;
+      if (r.mode == "real") cpus.insert(r.cpu);
+    }
+  for (auto& g : groups) {
+    std::set<std::string> shared;
+    for (const RunInfo* r : g.runs)
+      if (r->timing_shared()) shared.insert(r->run_id);
+    for (const auto& b : g.baselines)
+      if (auto it = by_id.find(b); it != by_id.end() && it->second->timing_shared()) shared.insert(b);
+    std::vector<std::string> notes;
+    if (!g.speedup_note.empty()) notes.push_back(g.speedup_note);
+    if (!shared.empty())
+      notes.push_back(fmt::format("shared: {} trained beside other runs on the same host, timings not exclusive",
+                                  fmt::join(shared, ", ")));
+    if (cpus.size() > 1 && g.rep().mode == "real")
+      notes.push_back(fmt::format("machine: {}", g.rep().cpu.empty() ? "unknown" : g.rep().cpu));
+    g.speedup_note = fmt::format("{}", fmt::join(notes, "; "));
+  }
 }
 
 Table speedup_csv(const std::vector<ConfigGroup>& groups) {
@@ -252,8 +292,10 @@ int write_report(const ReportOptions& opt) {
   }
   auto out = [&](const char* name) { return (fs::path(out_dir) / name).string(); };
 
-  const std::vector<RunInfo> runs = load_runs(files);
-  const std::vector<ConfigGroup> groups = analyse(runs);
+  std::vector<RunInfo> runs = load_runs(files);
+  mark_overlaps(runs);
+  std::vector<ConfigGroup> groups = analyse(runs);
+  mark_shared_speedups(groups, runs);
 
   write_file_atomic(out("runs.csv"), to_csv(runs_table(runs)));
   write_file_atomic(out("speedup.csv"), to_csv(speedup_csv(groups)));
@@ -313,6 +355,7 @@ int write_report(const ReportOptions& opt) {
   md += "## Staleness\n\nHistograms summed over seeds. Per run and per learner: [staleness.csv](staleness.csv).\n\n";
   md += staleness_md(groups) + "\n";
 
+  md += conditions_md(runs);
   md += papers_section(groups, suite, opt.reference_dir, warnings);
 
   md += "## Plots\n\n";

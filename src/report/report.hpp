@@ -25,6 +25,9 @@ struct CompareOptions {
   double threshold = 0.05;   // relative throughput drop that counts as a regression
   double alpha = 0.05;       // significance level of the rank test
   double error_band = 0.01;  // absolute test-error increase allowed
+  // Timings from different CPU models or BLAS kernels are not a regression
+  // test: refused (exit 2, with the reason) unless this is set.
+  bool across_machines = false;
 };
 // BASELINE and CANDIDATE: result folders (runs/*.h5 matched by run id minus
 // the repetition seed...) or Google Benchmark JSON files. Prints a table;

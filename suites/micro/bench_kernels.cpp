@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/blas_env.hpp"
+#include "common/runinfo.hpp"
 #include "kernels/kernels.hpp"
 #include "nn/model.hpp"
 
@@ -210,6 +211,16 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     benchmark::Initialize(&argc, argv);
+    {  // the machine, for `asgd compare` (which refuses to compare across machines)
+      const asgd::RunInfo info = asgd::collect_run_info();
+      benchmark::AddCustomContext("asgd_cpu_model", info.cpu_model);
+      benchmark::AddCustomContext("asgd_blas", info.blas);
+      const auto at = info.blas.rfind("(core ");
+      benchmark::AddCustomContext(
+          "asgd_blas_kernel", at == std::string::npos ? "unknown"
+                                                      : info.blas.substr(at + 6, info.blas.find(')', at) - at - 6));
+      benchmark::AddCustomContext("asgd_commit", info.git_commit);
+    }
     benchmark::RegisterBenchmark("sgemm/1024", bm_sgemm)->Arg(1024)->UseManualTime()->MinTime(0.5);
     std::vector<std::string> fused;
     for (const std::string model : {"lenet", "cifar10-18pct"}) {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cpu_name.hpp"
 #include "common/error.hpp"
 #include "io/results.hpp"
 #include "report/report.hpp"
@@ -940,3 +941,126 @@ TEST(PaperReference, ReferenceFolderElsewhereIsNotNamedByAbsolutePath) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------ measurement integrity
+namespace {
+// A run of host `host` that trained over [start, end) (Unix seconds) on `cpu`.
+void write_timed(const fs::path& runs, const std::string& id, int learners, const std::string& host, double start,
+                 double end, const std::string& cpu = "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz",
+                 const std::string& mode = "real", double samples_per_s = 100) {
+  Spec s;
+  s.run_id = id;
+  s.learners = learners;
+  s.mode = mode;
+  s.samples_per_s = samples_per_s;
+  s.time_to_target_s = learners == 1 ? 100 : 60;
+  RunResult r = make_run(s);
+  r.host = host;
+  r.train_started = start;
+  r.train_finished = end;
+  r.machine_json = json{{"cpu_model", cpu}, {"host", host}, {"blas", "OpenBLAS 0.3.21 (core SkylakeX)"}}.dump();
+  fs::create_directories(runs);
+  asgd::io::write_results((runs / (id + ".h5")).string(), r);
+}
+}  // namespace
+
+// Runs whose training intervals overlapped on the same host are flagged in
+// runs.csv, in the speedup notes built on them and in report.md; runs on
+// other hosts, back-to-back runs and virtual runs are not.
+TEST(Report, OverlappingRunsAreMarkedShared) {
+  TempDir tmp("overlap");
+  const fs::path runs = tmp.path() / "runs";
+  const double t = 1.8e9;
+  write_timed(runs, "base-L1", 1, "n1", t, t + 100);
+  write_timed(runs, "two-L2", 2, "n1", t + 50, t + 150);        // overlaps base-L1 on n1
+  write_timed(runs, "other-host-L2", 2, "n2", t + 50, t + 150);  // same time, other host
+  write_timed(runs, "after-L2", 2, "n1", t + 150, t + 200);      // starts when two-L2 ends: no overlap
+  write_timed(runs, "virt-L2", 2, "n1", t + 10, t + 20, "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", "virtual");
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = tmp.path().string();
+  opt.quiet = true;
+  asgd::report::write_report(opt);
+  const auto rows = read_csv(tmp.path() / "report" / "runs.csv");
+  auto timing = [&](const std::string& id) {
+    const auto r = where(rows, {{"run_id", id}});
+    return r.empty() ? std::string("missing") : r.front().at("timing");
+  };
+  EXPECT_EQ(timing("base-L1"), "shared with two-L2");
+  EXPECT_EQ(timing("two-L2"), "shared with base-L1");
+  EXPECT_EQ(timing("other-host-L2"), "exclusive");
+  EXPECT_EQ(timing("after-L2"), "exclusive");
+  EXPECT_EQ(timing("virt-L2"), "modelled");
+  const std::string md = read_text(tmp.path() / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "## Measurement conditions"));
+  EXPECT_TRUE(contains(md, "`base-L1` on n1: overlapped `two-L2`")) << md;
+  // the L=2 speedup is built on base-L1 (baseline) and two-L2/other-host-L2/after-L2
+  const auto sp = read_csv(tmp.path() / "report" / "speedup.csv");
+  bool noted = false;
+  for (const auto& r : sp)
+    if (r.at("learners") == "2" && r.at("mode") == "real") noted = contains(r.at("note"), "shared: ");
+  EXPECT_TRUE(noted) << "the speedup on shared runs must say so";
+}
+
+TEST(Report, NoOverlapNoFlagAndMachinesNamedWhenSpanning) {
+  TempDir tmp("nooverlap");
+  const fs::path runs = tmp.path() / "runs";
+  const double t = 1.8e9;
+  write_timed(runs, "a-L1", 1, "n1", t, t + 100);
+  write_timed(runs, "b-L2", 2, "n1", t + 100, t + 200, "AMD EPYC 9654 96-Core Processor");
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = tmp.path().string();
+  opt.quiet = true;
+  asgd::report::write_report(opt);
+  const auto rows = read_csv(tmp.path() / "report" / "runs.csv");
+  for (const auto& r : rows) EXPECT_EQ(r.at("timing"), "exclusive") << r.at("run_id");
+  EXPECT_EQ(where(rows, {{"run_id", "b-L2"}}).front().at("cpu"), "EPYC 9654");
+  EXPECT_EQ(where(rows, {{"run_id", "a-L1"}}).front().at("cpu"), "Xeon 8375C");
+  const std::string md = read_text(tmp.path() / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "No two real runs trained at the same time")) << md;
+  EXPECT_TRUE(contains(md, "The runs span machines")) << md;
+  EXPECT_TRUE(contains(md, "machine: EPYC 9654")) << md;
+}
+
+// A speed comparison across CPU models is refused, with the reason, unless
+// --across-machines; the same machine compares as before.
+TEST(Compare, AcrossMachinesRefusedWithTheReason) {
+  TempDir tmp("machines");
+  const double t = 1.8e9;
+  for (int i = 0; i < 3; ++i) {
+    write_timed(tmp.path() / "intel" / "runs", "r" + std::to_string(i), 2, "n1", t + 100 * i, t + 100 * i + 50);
+    write_timed(tmp.path() / "intel2" / "runs", "r" + std::to_string(i), 2, "n1", t + 100 * i, t + 100 * i + 50);
+    write_timed(tmp.path() / "amd" / "runs", "r" + std::to_string(i), 2, "n1", t + 100 * i, t + 100 * i + 50,
+                "AMD EPYC 9654 96-Core Processor");
+  }
+  try {
+    run_compare(tmp.path() / "intel", tmp.path() / "amd");
+    ADD_FAILURE() << "a compare across CPU models was not refused";
+  } catch (const asgd::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "AMD EPYC 9654")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "Xeon(R) Platinum 8375C")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "--across-machines")) << e.what();
+  }
+  asgd::report::CompareOptions across;
+  across.across_machines = true;
+  std::string text;
+  EXPECT_EQ(run_compare(tmp.path() / "intel", tmp.path() / "amd", &text, across), 0);
+  EXPECT_TRUE(contains(text, "compared anyway"));
+  EXPECT_EQ(run_compare(tmp.path() / "intel", tmp.path() / "intel2"), 0);
+  // Google Benchmark files carry the machine in their context (asgd_micro adds it)
+  auto bench = [&](const std::string& cpu) {
+    return json{{"context", {{"asgd_cpu_model", cpu}, {"asgd_blas_kernel", "SkylakeX"}}},
+                {"benchmarks",
+                 {{{"name", "x"}, {"run_type", "iteration"}, {"real_time", 1.0}, {"time_unit", "ms"}}}}}
+        .dump();
+  };
+  write_text(tmp.path() / "a.json", bench("Intel Xeon"));
+  write_text(tmp.path() / "b.json", bench("AMD EPYC"));
+  EXPECT_THROW(run_compare(tmp.path() / "a.json", tmp.path() / "b.json"), asgd::Error);
+}
+
+TEST(Machine, ShortCpuNames) {
+  EXPECT_EQ(asgd::short_cpu("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"), "Xeon 8375C");
+  EXPECT_EQ(asgd::short_cpu("AMD EPYC 9654 96-Core Processor"), "EPYC 9654");
+  EXPECT_EQ(asgd::short_cpu("Intel(R) Core(TM) i7-9700K CPU @ 3.60GHz"), "Core i7-9700K");
+  EXPECT_EQ(asgd::short_cpu(""), "unknown CPU");
+}

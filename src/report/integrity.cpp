@@ -1,0 +1,92 @@
+// Measurement integrity in reports: which machine each run trained on, and
+// which runs trained at the same time on the same host (their timings fought
+// each other: `asgd sweep submit` with --overcommit, `sweep run --jobs 2`).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/cpu_name.hpp"
+#include "report/detail.hpp"
+
+namespace asgd::report::detail {
+
+std::string blas_kernel(const std::string& blas) {
+  const auto at = blas.rfind("(core ");
+  if (at == std::string::npos) return "";
+  const auto end = blas.find(')', at);
+  return end == std::string::npos ? "" : blas.substr(at + 6, end - at - 6);
+}
+
+void read_machine(RunInfo& info, const io::RunResult& r) {
+  info.host = r.host;
+  info.started = r.train_started;
+  info.finished = r.train_finished;
+  const json m = json::parse(r.machine_json, nullptr, false);
+  if (!m.is_object()) return;
+  if (m.contains("cpu_model") && m["cpu_model"].is_string()) {
+    info.cpu_model = m["cpu_model"].get<std::string>();
+    info.cpu = short_cpu(info.cpu_model);
+  }
+  if (m.contains("blas") && m["blas"].is_string()) info.blas_kernel = blas_kernel(m["blas"].get<std::string>());
+  if (m.contains("host") && m["host"].is_string() && info.host.empty()) info.host = m["host"].get<std::string>();
+}
+
+void mark_overlaps(std::vector<RunInfo>& runs) {
+  std::map<std::string, std::vector<std::size_t>> by_host;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunInfo& r = runs[i];
+    if (r.readable && r.mode == "real" && std::isfinite(r.started) && std::isfinite(r.finished))
+      by_host[r.host].push_back(i);
+  }
+  for (auto& [host, idx] : by_host) {
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return runs[a].started < runs[b].started; });
+    for (std::size_t a = 0; a < idx.size(); ++a)
+      for (std::size_t b = a + 1; b < idx.size() && runs[idx[b]].started < runs[idx[a]].finished; ++b) {
+        // intervals [s, f) overlap: b starts before a finishes (sorted by start)
+        runs[idx[a]].shared_with.push_back(runs[idx[b]].run_id);
+        runs[idx[b]].shared_with.push_back(runs[idx[a]].run_id);
+      }
+  }
+}
+
+std::string conditions_md(const std::vector<RunInfo>& runs) {
+  std::map<std::string, int> machines;  // "Xeon 8375C, BLAS kernel X" -> runs
+  int unknown = 0, real = 0, shared = 0, no_interval = 0;
+  for (const auto& r : runs) {
+    if (!r.readable) continue;
+    if (r.cpu.empty()) {
+      ++unknown;
+    } else {
+      machines[fmt::format("{} (BLAS kernel {})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel)] += 1;
+    }
+    if (r.mode != "real") continue;
+    ++real;
+    shared += r.timing_shared();
+    no_interval += !(std::isfinite(r.started) && std::isfinite(r.finished));
+  }
+  std::string md = "## Measurement conditions\n\n";
+  for (const auto& [m, n] : machines) md += fmt::format("- {} run{} on {}\n", n, n == 1 ? "" : "s", m);
+  if (unknown) md += fmt::format("- {} run{} without a machine record (written before results held one)\n", unknown, unknown == 1 ? "" : "s");
+  if (machines.size() > 1)
+    md += "- **The runs span machines**: each speed figure names the CPU it came from; a speedup "
+          "against a baseline from another machine mixes machines.\n";
+  if (no_interval) md += fmt::format("- {} real run{} without a training interval: overlap cannot be checked for them\n", no_interval, no_interval == 1 ? "" : "s");
+  if (shared == 0) {
+    md += real > 0 ? "- No two real runs trained at the same time on the same host.\n" : "";
+  } else {
+    md += fmt::format("- **{} real run{} trained while another run trained on the same host**: their "
+                      "timing figures (samples/s, time to target, speedups built on them) were shared and "
+                      "are marked `shared` in the tables. Run timing suites one run at a time "
+                      "(`asgd sweep run --jobs 1`, or a Slurm site with `exclusive: true`).\n",
+                      shared, shared == 1 ? "" : "s");
+    for (const auto& r : runs)
+      if (r.timing_shared())
+        md += fmt::format("  - `{}` on {}: overlapped `{}`\n", r.run_id, r.host, fmt::join(r.shared_with, "`, `"));
+  }
+  return md + "\n";
+}
+
+}  // namespace asgd::report::detail
