@@ -70,6 +70,8 @@ struct Site {
   std::string partition, account, mpi = "pmi2";
   std::vector<std::string> modules, sbatch;  // `module load` arguments, extra #SBATCH options (one each)
   int gpus_per_node = 0;
+  bool exclusive = false;      // every job on whole nodes (#SBATCH --exclusive)
+  int max_parallel_tasks = 0;  // timing suites: tasks of an array at once (0: no limit)
 };
 
 Site load_site(const std::string& dir, const std::string& name) {
@@ -101,9 +103,14 @@ Site load_site(const std::string& dir, const std::string& name) {
       else if (key == "modules") s.modules = list();
       else if (key == "sbatch") s.sbatch = list();
       else if (key == "gpus_per_node") s.gpus_per_node = kv.second.as<int>();
-      else if (key != "description")
+      else if (key == "exclusive") s.exclusive = kv.second.as<bool>();
+      else if (key == "max_parallel_tasks") {
+        s.max_parallel_tasks = kv.second.as<int>();
+        if (s.max_parallel_tasks < 0)
+          problems.push_back(fmt::format("{}: {} must be >= 0 (0: no limit)", where, s.max_parallel_tasks));
+      } else if (key != "description")
         problems.push_back(fmt::format("{}:{}: unknown key '{}' (partition, account, mpi, modules, "
-                                       "sbatch, gpus_per_node, description)",
+                                       "sbatch, gpus_per_node, exclusive, max_parallel_tasks, description)",
                                        path.string(), kv.first.Mark().line + 1, key));
     }
     if (!problems.empty()) {
@@ -180,6 +187,20 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   int submitted = 0, shape_no = 0;
   const std::string stamp = fmt::format("{}-{}", std::time(nullptr), getpid());
   const auto groups = group_by_shape(s);
+  // Measurement integrity: a timing suite (real runs) is run at most
+  // `limit` tasks at a time; with 1, each array also waits for the one
+  // before it, so no two runs of the suite ever share the node.
+  const bool timing = s.mode == "real";
+  const int limit = !timing ? 0 : s.resources.max_parallel_tasks >= 0 ? s.resources.max_parallel_tasks
+                                                                       : site.max_parallel_tasks;
+  const bool exclusive = site.exclusive || s.resources.exclusive;
+  if (limit > 0)
+    fmt::print("site {}: the tasks of this timing suite run {} at a time{} (max_parallel_tasks {}, from {}; "
+               "resources: max_parallel_tasks: 0 lifts it)\n",
+               opt.site, limit, limit == 1 ? ", one array after another, so no two runs share a node" : "",
+               limit, s.resources.max_parallel_tasks >= 0 ? "the suite" : "the site file");
+  if (exclusive) fmt::print("every task asks for whole nodes (--exclusive)\n");
+  std::string previous_array;
   for (const auto& group : groups) {
     ++shape_no;
     std::string list;
@@ -208,17 +229,19 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         "#!/bin/bash\n"
         "# asgd sweep submit: suite {suite}, shape {shape}, {n} runs (one array task each).\n"
         "#SBATCH --job-name={name}\n"
-        "#SBATCH --array=0-{last}\n"
+        "#SBATCH --array=0-{last}{throttle}\n"
         "#SBATCH --ntasks={ranks}\n"
         "#SBATCH --cpus-per-task={cpus}\n"
         "#SBATCH --time={time}\n"
         "#SBATCH --requeue\n"
         "#SBATCH --output={output}\n",
         fmt::arg("suite", s.name), fmt::arg("shape", first.shape), fmt::arg("n", n),
-        fmt::arg("name", sbatch_quote(name)), fmt::arg("last", n - 1), fmt::arg("ranks", ranks),
+        fmt::arg("name", sbatch_quote(name)), fmt::arg("last", n - 1),
+        fmt::arg("throttle", limit > 0 ? fmt::format("%{}", limit) : std::string()), fmt::arg("ranks", ranks),
         fmt::arg("cpus", s.resources.cpus_per_rank), fmt::arg("time", sbatch_quote(s.resources.time_limit)),
         fmt::arg("output", output("%x_%A_%a.out")));
     if (gpus > 0) script += fmt::format("#SBATCH --gpus={}\n", gpus);
+    if (exclusive) script += "#SBATCH --exclusive\n";
     script += header(site);
     // no -e: a failed run must still leave its .failed marker
     script += "set -uo pipefail\n" + modules(site);
@@ -261,9 +284,14 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
     if (opt.dry_run) {
       fmt::print("would submit: sbatch --parsable {}   ({} runs, {} ranks each)\n", path, n, ranks);
     } else {
-      const std::string id = capture("sbatch --parsable " + shell_quote(path));
+      // one timing array after another (limit 1): never two runs of the suite at once
+      const std::string after =
+          limit == 1 && !previous_array.empty() ? "--dependency=afterany:" + previous_array + " " : "";
+      const std::string id = capture("sbatch --parsable " + after + shell_quote(path));
       job_ids.push_back(id);
-      fmt::print("submitted {} as job {} ({} array tasks, {} ranks each)\n", name, id, n, ranks);
+      fmt::print("submitted {} as job {} ({} array tasks, {} ranks each{})\n", name, id, n, ranks,
+                 after.empty() ? "" : ", after job " + previous_array);
+      previous_array = id;
     }
   }
   if (submitted == 0) {

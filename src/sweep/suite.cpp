@@ -375,7 +375,7 @@ const std::vector<std::string> kTopKeys = {"name",    "description", "mode",  "b
                                            "axes",    "zip",         "exclude", "seeds",
                                            "target_error", "resources", "benchmark"};
 const std::vector<std::string> kResourceKeys = {"servers", "gpus_per_learner", "cpus_per_rank",
-                                                "time_limit"};
+                                                "time_limit", "exclusive", "max_parallel_tasks"};
 
 // Parses a value of a config key and checks it alone where that is fair.
 std::optional<Value> parse_value(const KeyDef& def, const YAML::Node& n, int line, Problems& pr) {
@@ -624,6 +624,14 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
           get_int(s.resources.gpus_per_learner, 0);
         } else if (key == "cpus_per_rank") {
           get_int(s.resources.cpus_per_rank, 1);
+        } else if (key == "max_parallel_tasks") {
+          get_int(s.resources.max_parallel_tasks, 0);
+        } else if (key == "exclusive") {
+          bool v = false;
+          if (convert(kv.second, v, expected))
+            s.resources.exclusive = v;
+          else
+            pr.add(vl, fmt::format("resources exclusive: expected {}, got {}", expected, describe(kv.second)));
         } else if (key == "time_limit") {
           if (kv.second.IsScalar() && good_time_limit(kv.second.Scalar()))
             s.resources.time_limit = kv.second.Scalar();

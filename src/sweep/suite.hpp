@@ -16,6 +16,11 @@ struct Resources {
   int gpus_per_learner = 0;      // 0: CPU learners
   std::string time_limit = "01:00:00";  // Slurm --time of one run, HH:MM:SS or D-HH:MM:SS
   int cpus_per_rank = 1;
+  bool exclusive = false;        // Slurm: whole nodes for each task (#SBATCH --exclusive)
+  // Slurm: at most this many tasks of an array at once (--array=...%K); -1:
+  // the site's max_parallel_tasks, 0: no limit. Timing runs that share a node
+  // share its cores and memory bandwidth, and their figures say less.
+  int max_parallel_tasks = -1;
 };
 
 struct Run {
