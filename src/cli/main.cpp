@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -135,6 +136,10 @@ void print_error(const char* kind, const std::string& msg) {
 void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   // A repeated option takes its last value (scripts append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // CLI11 alone would saturate 99999999999999999999 to 2^63-1 and read 0x10 as 16.
+  const CLI::Validator int64 = whole_in(std::numeric_limits<long long>::min(),
+                                        std::numeric_limits<long long>::max());
+  const CLI::Validator int32 = whole_in(std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
   app.add_option("--model", c.model, "Model from the zoo: mlp, lenet, cifar10-18pct, alexnet")
       ->capture_default_str()
       ->check(kNonEmpty);
@@ -147,16 +152,22 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
       ->check(kNonEmpty);
   app.add_option_function<asgd::index_t>(
       "--synthetic-size", [&c](asgd::index_t v) { c.data.h = c.data.w = v; },
-      "Synthetic image height = width (default 28)");
-  app.add_option("--synthetic-channels", c.data.c, "Synthetic image channels")->capture_default_str();
-  app.add_option("--synthetic-classes", c.data.classes, "Synthetic classes")->capture_default_str();
+      "Synthetic image height = width (default 28)")
+      ->check(int64);
+  app.add_option("--synthetic-channels", c.data.c, "Synthetic image channels")->capture_default_str()
+      ->check(int64);
+  app.add_option("--synthetic-classes", c.data.classes, "Synthetic classes")->capture_default_str()
+      ->check(int32);
   app.add_option("--synthetic-train", c.data.n_train, "Synthetic training samples")
-      ->capture_default_str();
-  app.add_option("--synthetic-test", c.data.n_test, "Synthetic test samples")->capture_default_str();
+      ->capture_default_str()
+      ->check(int64);
+  app.add_option("--synthetic-test", c.data.n_test, "Synthetic test samples")->capture_default_str()
+      ->check(int64);
   app.add_flag("!--no-mean-subtraction", c.data.subtract_mean,
                "Do not subtract the per-pixel training mean");
   app.add_option("--batch,--mu", c.batch, "Samples per learner minibatch (mu)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int64);
   app.add_option("--lr", c.lr, "Base learning rate alpha0")->capture_default_str();
   app.add_option("--momentum", c.momentum, "Momentum")->capture_default_str();
   app.add_option("--weight-decay", c.weight_decay, "Weight decay (L2)")->capture_default_str();
@@ -166,14 +177,18 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   app.add_option("--lr-gamma", c.lr_gamma, "Step-schedule factor")->capture_default_str();
   app.add_option("--epochs", c.epochs, "Training epochs (fractions allowed)")->capture_default_str();
   app.add_option("--max-steps", c.max_steps, "Stop after this many updates (0: no limit)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int64);
   app.add_option("--eval-every", c.eval_every, "Epochs between test evaluations")
       ->capture_default_str();
-  app.add_option("--eval-batch", c.eval_batch, "Batch size for evaluation")->capture_default_str();
+  app.add_option("--eval-batch", c.eval_batch, "Batch size for evaluation")->capture_default_str()
+      ->check(int64);
   app.add_option("--eval-samples", c.eval_samples, "Test samples per evaluation (0: all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int64);
   app.add_option("--checkpoint-every", c.checkpoint_every, "Updates between checkpoints (0: never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int64);
   app.add_option("--seed", c.seed, "Seed of initialisation, sampling and dropout")
       ->capture_default_str()
       ->check(kUnsigned64);
@@ -182,7 +197,8 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   app.add_option("--diverge-loss", c.diverge_loss,
                  "Training loss above which the run ends as diverged")
       ->capture_default_str();
-  app.add_option("--threads", c.threads, "BLAS threads per rank")->capture_default_str();
+  app.add_option("--threads", c.threads, "BLAS threads per rank")->capture_default_str()
+      ->check(int32);
   app.add_option("--device", c.device,
                  "Where learners compute: cpu, or cuda (one GPU per learner by node-local rank; "
                  "ASGD_GPU_DEVICE=k forces one; needs a build with the cuda preset)")
@@ -194,14 +210,18 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
       ->check(kNonEmpty);
   app.add_option("--run-id", c.run_id, "Run id (default: derived from the configuration)")
       ->check(kNonEmpty);
-  app.add_option("--learners", c.learners, "Learner ranks (lambda)")->capture_default_str();
-  app.add_option("--servers", c.servers, "Parameter-server shards")->capture_default_str();
+  app.add_option("--learners", c.learners, "Learner ranks (lambda)")->capture_default_str()
+      ->check(int32);
+  app.add_option("--servers", c.servers, "Parameter-server shards")->capture_default_str()
+      ->check(int32);
   app.add_option("--protocol", c.protocol, "hardsync, softsync or nsync")
       ->capture_default_str()
       ->check(kNonEmpty);
-  app.add_option("--n", c.softsync_n, "n of n-softsync (1..learners)")->capture_default_str();
+  app.add_option("--n", c.softsync_n, "n of n-softsync (1..learners)")->capture_default_str()
+      ->check(int32);
   app.add_option("--n-sync", c.n_sync, "Local steps between pushes for nsync")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int32);
   app.add_option("--lr-policy", c.lr_policy, "constant, staleness or mean-staleness")
       ->capture_default_str()
       ->check(kNonEmpty);
@@ -209,7 +229,8 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
                  "Initial weights from this checkpoint (1 shard, same model)")
       ->check(kNonEmpty);
   app.add_option("--warm-steps", c.warm_steps, "Warm start: this many single-learner steps first")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int64);
   app.add_flag("--virtual", c.virtual_learners,
                "Virtual learners: all learners in this process on a virtual clock");
   app.add_option("--timing", c.timing, "Virtual timing model: calibrate, fixed, normal, lognormal")
@@ -222,7 +243,8 @@ void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
   app.add_option("--comm-s", c.comm_s, "Virtual: push + pull time per exchange (0: measure)")
       ->capture_default_str();
   app.add_option("--straggler", c.straggler, "Virtual: index of a slow learner (-1: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int32);
   app.add_option("--straggler-factor", c.straggler_factor, "Virtual: how many times slower")
       ->capture_default_str();
   // Read before parsing (see load_config_arg); declared so --help lists it.
