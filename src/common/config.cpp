@@ -637,7 +637,17 @@ void check_resources(const TrainConfig& c) {
     throw Error(fmt::format("--synthetic-train {} has fewer samples than one round of {} learner{} "
                             "x --batch {}",
                             c.data.n_train, c.learners, c.learners == 1 ? "" : "s", c.batch));
-  const MemoryEstimate e = estimate_memory(c);
+  MemoryEstimate e;
+  try {
+    e = estimate_memory(c);
+  } catch (const Error& err) {  // the model cannot take this input shape
+    const DataFacts f = data_facts(c);
+    throw Error(fmt::format("model {} cannot take {}x{}x{} inputs{}: {}", c.model, f.shape.h,
+                            f.shape.w, f.shape.c,
+                            c.data.kind == "synthetic" ? " (--synthetic-size, --synthetic-channels)"
+                                                       : " of " + c.data.kind,
+                            err.what()));
+  }
   const double avail = available_memory();
   if (e.total() <= avail) return;
   // Which flag to change: the per-sample size, the sample counts, the learners or the batch.

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
@@ -127,6 +128,7 @@ void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info
   res.model = cfg.model;
   res.protocol = protocol;
   res.timing_model_json = "{}";
+  res.transport = "none";  // single and virtual runs: one process; the MPI core sets its own
   // one process; the MPI core replaces it with its ranks and nodes
   res.machine_json = machine_json(info, {1, cfg.threads, {info.host}, mpi_version, ""});
 }
@@ -195,8 +197,15 @@ RunSetup load_run(const TrainConfig& cfg) {
   check_resources(cfg);  // before anything is loaded or allocated
   set_blas_threads(cfg.threads);
   auto data = data::load_dataset(cfg.data);
-  nn::Model model = nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
-                                   data.train.classes);
+  std::optional<nn::Model> built;
+  try {
+    built.emplace(nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
+                                 data.train.classes));
+  } catch (const Error& e) {
+    throw Error(fmt::format("model {} cannot take the {}x{}x{} images of {}: {}", cfg.model,
+                            data.train.h, data.train.w, data.train.c, data.train.name, e.what()));
+  }
+  nn::Model model = std::move(*built);
   model.finalize(std::max(cfg.batch, cfg.eval_batch));
   return {std::move(data), std::move(model)};
 }

@@ -93,6 +93,9 @@ expect_error "not a number exits 2" "batch.*abc" -- "$asgd" train "${syn[@]}" --
 expect_error "fraction for an integer" "batch.*1\.5" -- "$asgd" train "${syn[@]}" --batch 1.5
 expect_error "missing value exits 2" "batch" -- "$asgd" train "${syn[@]}" --batch
 expect_error "int out of range" "learners" -- "$asgd" train "${syn[@]}" --learners 99999999999
+expect_error "integer beyond 64 bits (CLI11 saturates it)" "--max-steps: '99999999999999999999' is not a whole number" -- \
+  "$asgd" train "${syn[@]}" --max-steps 99999999999999999999
+expect_error "hexadecimal batch" "--batch: '0x10' is not a whole number" -- "$asgd" train "${syn[@]}" --batch 0x10
 expect_error "no subcommand" "subcommand is required" -- "$asgd"
 expect_error "unknown subcommand" "subcommand is required|frobnicate" -- "$asgd" frobnicate
 "$asgd" --help >/dev/null 2>&1 && "$asgd" train --help >/dev/null 2>&1 && pass "--help exits 0" || fail "--help does not exit 0"
@@ -136,6 +139,10 @@ expect_error "synthetic size 100000" "--synthetic-size 100000: the run would nee
   "$asgd" train "${syn[@]}" --synthetic-size 100000 --run-id big2
 expect_error "synthetic size 0" "synthetic shape 0x0x1 must be positive" -- "$asgd" train "${syn[@]}" --synthetic-size 0
 expect_error "synthetic size beyond bound" "synthetic shape .* is too large" -- "$asgd" train "${syn[@]}" --synthetic-size 9999999
+expect_error "model that cannot take the input" "model lenet cannot take 2x2x1 inputs \(--synthetic-size" -- \
+  "$asgd" train "${syn[@]}" --model lenet --synthetic-size 2 --run-id small
+expect_error "alexnet on fashion-mnist" "model alexnet cannot take 28x28x1 inputs of fashion-mnist" -- \
+  "$asgd" train --model alexnet --dataset fashion-mnist -q --results "$work/results"
 expect_error "synthetic classes 1" "synthetic classes 1" -- "$asgd" train "${syn[@]}" --synthetic-classes 1
 expect_error "fewer samples than a batch" "--synthetic-train 10 has fewer samples than one round of 1 learner x --batch 16" -- \
   "$asgd" train "${syn[@]}" --synthetic-train 10 --run-id big3
