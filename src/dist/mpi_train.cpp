@@ -99,7 +99,8 @@ class Server {
         shard_(shard_of(model.n_params(), k_, S_)), core_(cfg, shard_.len, L_, n_train) {
     Kokkos::deep_copy(core_.weights(), sub(model.params(), shard_));
     timing_.resize(L_);
-    for (int l = 0; l < L_; ++l) timing_[l].learner = l;
+    for (int l = 0; l < L_; ++l) timing_[l].learner = l;  // pushed: -1 until its bye
+    pushed_before_.assign(static_cast<std::size_t>(L_), 0);
   }
 
   // Restores this shard from its checkpoint if there is one. Returns whether it did.
@@ -122,6 +123,9 @@ class Server {
           path, ck.model, ck.n_params, ck.shard_index, ck.shard_count, ck.cursors.size(),
           cfg_.model, model_.n_params(), k_, S_, L_));
     core_.restore(ck);
+    // Pushes of the learners before the kill whose effect survives are the
+    // ones the checkpoint holds as applied; the learners now count from 0.
+    for (const auto& t : core_.learner_counts()) pushed_before_[static_cast<std::size_t>(t.learner)] = t.gradients;
     train_s_ = ck.wall_s;
     evals_ = ck.progress.evals;
     last_eval_epoch_ = evals_.empty() ? epoch() : evals_.back().epoch;
@@ -189,6 +193,7 @@ class Server {
           t.push_s = h.push_s;
           t.pull_s = h.pull_s;
           t.stage_s = h.stage_s;
+          t.pushed = pushed_before_[static_cast<std::size_t>(src - S_)] + h.gradients;  // its own count
           if (++byes == L_) {
             if (writer) {
               finish = true;
@@ -434,6 +439,7 @@ class Server {
       rows[l].push_s = timing_[l].push_s;
       rows[l].pull_s = timing_[l].pull_s;
       rows[l].stage_s = timing_[l].stage_s;
+      rows[l].pushed = timing_[l].pushed;
     }
     return rows;
   }
@@ -488,6 +494,7 @@ class Server {
   bool stopping_ = false;
   std::string status_ = "completed";
   std::vector<io::LearnerTiming> timing_;
+  std::vector<std::int64_t> pushed_before_;  // per learner: applied pushes of the checkpoint resumed from
   std::vector<io::EvalRecord> evals_;
 };
 
@@ -899,6 +906,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
         res = srv->failed_result();
         fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
         res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi_library_version(), gpu_note});
+        res.transport = shm.on ? "shared-memory" : "messages";
         io::write_results(out.paths.results, res);
       }
       throw;
@@ -906,6 +914,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     if (writer) {
       fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
       res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi_library_version(), gpu_note});
+      res.transport = shm.on ? "shared-memory" : "messages";  // ASGD_SHM=0: messages
       io::write_results(out.paths.results, res);
       out.result = std::move(res);
     }

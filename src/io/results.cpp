@@ -4,6 +4,7 @@
 
 #include "io/h5_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,8 @@ void write_learners(const Loc& parent, const std::vector<LearnerTiming>& rows) {
   write_column(loc, "gradients", rows, &LearnerTiming::gradients);
   write_column(loc, "samples", rows, &LearnerTiming::samples);
   write_column(loc, "stage_s", rows, &LearnerTiming::stage_s);
+  if (std::any_of(rows.begin(), rows.end(), [](const LearnerTiming& t) { return t.pushed >= 0; }))
+    write_column(loc, "pushed", rows, &LearnerTiming::pushed);
 }
 
 std::vector<LearnerTiming> read_learners(const Loc& parent) {
@@ -94,6 +97,8 @@ std::vector<LearnerTiming> read_learners(const Loc& parent) {
   read_column(loc, "gradients", rows, &LearnerTiming::gradients, false);
   read_column(loc, "samples", rows, &LearnerTiming::samples, false);
   if (has_link(loc, "stage_s")) read_column(loc, "stage_s", rows, &LearnerTiming::stage_s, false);
+  // MPI runs since the learners' own push counts are recorded
+  if (has_link(loc, "pushed")) read_column(loc, "pushed", rows, &LearnerTiming::pushed, false);
   return rows;
 }
 
@@ -148,6 +153,7 @@ void write_run_result(const Loc& loc, const RunResult& r) {
   write_attr(loc, "model", r.model);
   write_attr(loc, "protocol", r.protocol);
   write_attr(loc, "timing_model", r.timing_model_json);
+  if (!r.transport.empty()) write_attr(loc, "transport", r.transport);
   write_attr(loc, "machine", r.machine_json);
   write_attr(loc, "train_started", r.train_started);
   write_attr(loc, "train_finished", r.train_finished);
@@ -192,6 +198,8 @@ RunResult read_run_result(const Loc& loc) {
   r.model = read_attr_str(loc, "model");
   r.protocol = read_attr_str(loc, "protocol");
   r.timing_model_json = read_attr_str(loc, "timing_model");
+  // written since the transport is recorded; older files have none
+  if (has_attribute(loc, "transport")) r.transport = read_attr_str(loc, "transport");
   // written since the machine record; older files have neither
   if (has_attribute(loc, "machine")) r.machine_json = read_attr_str(loc, "machine");
   if (has_attribute(loc, "train_started")) r.train_started = read_attr_f64(loc, "train_started");
@@ -315,6 +323,11 @@ std::vector<std::string> result_problems(const RunResult& r) {
        [&](std::size_t) { return std::string("a time is negative or not finite"); });
   rows("/learners", l.size(), "gradients/samples", [&](std::size_t i) { return l[i].gradients < 0 || l[i].samples < 0; },
        [&](std::size_t) { return std::string("a count is negative"); });
+  rows("/learners", l.size(), "pushed", [&](std::size_t i) { return l[i].pushed < -1; },
+       [&](std::size_t i) { return std::to_string(l[i].pushed) + " is neither a count nor -1 (not recorded)"; });
+  need(r.transport.empty() || r.transport == "shared-memory" || r.transport == "messages" ||
+           r.transport == "none",
+       "transport \"" + cut(r.transport) + "\" is not shared-memory, messages or none");
   const Summary& s = r.summary;
   need(fraction_ok(s.target_error), "/summary target_error " + fmt_d(s.target_error) + " is not in [0, 1]");
   need(std::isnan(s.time_to_target_s) || time_ok(s.time_to_target_s),

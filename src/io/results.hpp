@@ -40,9 +40,16 @@ struct EvalRecord {
 struct LearnerTiming {
   std::int32_t learner = 0;
   double compute_s = 0, wait_s = 0, push_s = 0, pull_s = 0;
-  std::int64_t gradients = 0;  // gradients this learner pushed
+  std::int64_t gradients = 0;  // gradients of this learner the server applied
   std::int64_t samples = 0;
   double stage_s = 0;  // GPU learners: host<->device copies of weights and gradients
+  // Pushes as the learner itself counted them (MPI: the total of its bye
+  // message, plus the applied count of the checkpoint a resumed run started
+  // from). A push that reaches a stopped server is answered "stop" and not
+  // applied, so pushed - gradients is 0 or 1. -1: not recorded (single and
+  // virtual runs, a learner that never said bye, files written before);
+  // /learners/pushed is written when any learner has it.
+  std::int64_t pushed = -1;
 };
 
 struct Summary {
@@ -69,6 +76,10 @@ struct RunResult {
   std::string status = "completed"; // completed | diverged | failed
   std::string model, protocol;
   std::string timing_model_json = "{}";
+  // How weights and gradients moved: "shared-memory" (MPI, every rank on one
+  // node), "messages" (MPI across nodes, or ASGD_SHM=0), "none" (single and
+  // virtual runs, one process); "" in files written before (not written).
+  std::string transport;
   // The machine the run trained on (common/runinfo.hpp machine_json: CPU model
   // and flags, cores and threads used, memory, BLAS and its kernel, Kokkos
   // backend, MPI, GPU, nodes, load at start); "{}" in files written before.

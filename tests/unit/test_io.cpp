@@ -559,3 +559,37 @@ TEST_F(IoTest, CheckCheckpointNamesTheFileAndTheMismatch) {
   w.what = "warm start checkpoint";
   EXPECT_TRUE(contains(err(w), "ck.h5: warm start checkpoint holds a non-finite weight (NaN at index 3)"));
 }
+
+// The transport attribute and the learners' own push counts (/learners/pushed)
+// round-trip; a file without them (written before, or a single/virtual run
+// without pushed) reads as "" and -1; values outside their domain are refused.
+TEST_F(IoTest, TransportAndPushedAreOptionalAndChecked) {
+  RunResult r = domain_result();
+  r.transport = "messages";
+  r.learners[0].pushed = 7;  // one push answered "stop"
+  r.learners[1].pushed = 5;
+  asgd::io::write_results(path("t.h5"), r);
+  RunResult back = asgd::io::read_results(path("t.h5"));
+  EXPECT_EQ(back.transport, "messages");
+  ASSERT_EQ(back.learners.size(), 2u);
+  EXPECT_EQ(back.learners[0].pushed, 7);
+  EXPECT_EQ(back.learners[1].pushed, 5);
+
+  asgd::io::write_results(path("old.h5"), domain_result());  // neither recorded: neither written
+  back = asgd::io::read_results(path("old.h5"));
+  EXPECT_EQ(back.transport, "");
+  EXPECT_EQ(back.learners[0].pushed, -1);
+  EXPECT_EQ(back.learners[1].pushed, -1);
+
+  RunResult bad = domain_result();
+  bad.transport = "pigeon";
+  asgd::io::write_results(path("bad.h5"), bad);
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::read_results(path("bad.h5")); }),
+                       "transport \"pigeon\" is not shared-memory, messages or none"));
+  bad = domain_result();
+  bad.learners[0].pushed = 6;  // recorded, so the column is written
+  bad.learners[1].pushed = -5;
+  asgd::io::write_results(path("bad.h5"), bad);
+  EXPECT_TRUE(contains(error_of([&] { asgd::io::read_results(path("bad.h5")); }),
+                       "/learners/pushed row 1: -5 is neither a count nor -1"));
+}
