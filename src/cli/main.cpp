@@ -129,7 +129,19 @@ std::string one_line(const std::string& msg) {
   return out;
 }
 
+// This process's rank as the MPI launcher set it, read before MPI_Init (a
+// bad flag is found before MPI starts): Hydra/MPICH, PMIx, Open MPI, Slurm.
+// 0 outside a launcher.
+int launcher_rank() {
+  for (const char* name : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+  return 0;
+}
+
+// Bad input found before MPI starts (command line, --config): every rank of
+// `mpiexec -n N asgd ...` finds it; only the launcher's rank 0 says so.
 void print_error(const char* kind, const std::string& msg) {
+  if (launcher_rank() != 0) return;
   std::fprintf(stderr, "asgd: %s: %s\n", kind, one_line(msg).c_str());
 }
 
@@ -491,12 +503,12 @@ int main(int argc, char** argv) {
   asgd::dist::TrainOptions train_opt;
   train->add_option("--progress-every", train_opt.progress_every_s, "Seconds between progress lines")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(finite_in(0, 1e9));
   train->add_option("--stall-timeout", train_opt.stall_timeout_s,
                     "MPI runs: a rank that waits this many seconds without progress ends the run "
                     "(status failed, exit 1), naming what it waited for; 0: off")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(finite_in(0, 1e9));
 
   std::string which, dataset = "fashion-mnist";
   auto* models = app.add_subcommand("models", "Print the model zoo: layers, shapes, parameters");
@@ -606,7 +618,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and friends exit 0; every parse error is bad input (2), as documented
+    // --help and friends exit 0; every parse error is bad input (2), as
+    // documented, said once under mpiexec (by the launcher's rank 0)
+    if (launcher_rank() != 0) return e.get_exit_code() == 0 ? 0 : kExitBadInput;
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
 

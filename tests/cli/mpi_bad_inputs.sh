@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Bad input under mpiexec: every rank finds it, exactly one line says so (the
+# launcher's rank 0 before MPI starts, the lowest failing rank after), exit 2,
+# nothing written. Flags, values, --config, a truncated data file, a config
+# problem found by validation, a rank count that does not fit.
+#   usage: mpi_bad_inputs.sh ASGD_BINARY MPIEXEC
+set -uo pipefail
+asgd=${1:?usage: mpi_bad_inputs.sh ASGD_BINARY MPIEXEC}
+mpiexec=${2:-mpiexec}
+export OPENBLAS_NUM_THREADS=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0 passes=0
+syn=(--model mlp --dataset synthetic --synthetic-size 8 --synthetic-train 256 --synthetic-test 64
+     --epochs 1 -q --results "$work/r")
+mkdir -p "$work/trunc"
+# an IDX image file that promises 60000 28x28 images and holds 5 bytes
+printf '\x00\x00\x08\x03\x00\x00\xea\x60\x00\x00\x00\x1c\x00\x00\x00\x1cshort' >"$work/trunc/train-images-idx3-ubyte"
+# labels: a valid header and 60000 labels; test set: 1 image and label
+{ printf '\x00\x00\x08\x01\x00\x00\xea\x60'; head -c 60000 /dev/zero; } >"$work/trunc/train-labels-idx1-ubyte"
+{ printf '\x00\x00\x08\x03\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00\x1c'; head -c 784 /dev/zero; } >"$work/trunc/t10k-images-idx3-ubyte"
+{ printf '\x00\x00\x08\x01\x00\x00\x00\x01'; head -c 1 /dev/zero; } >"$work/trunc/t10k-labels-idx1-ubyte"
+echo '{"learners": 2, "bogus_key": 1}' >"$work/bad.json"
+check() {  # check NAME ARGS...: exit 2, one stderr line, no results file
+  local name=$1; shift
+  timeout 120 "$mpiexec" -n 3 "$asgd" train "$@" >"$work/out" 2>"$work/err"
+  local rc=$? lines
+  lines=$(grep -c . "$work/err")
+  if [[ $rc == 2 && $lines == 1 ]] && ! compgen -G "$work/r/*/runs/*.h5" >/dev/null; then
+    echo "ok: $name: $(cat "$work/err")"; passes=$((passes + 1))
+  else
+    echo "FAIL: $name: exit $rc, $lines lines:"; cat "$work/err"; fails=$((fails + 1))
+  fi
+}
+check "negative seed" "${syn[@]}" --learners 2 --seed -1
+check "NaN stall timeout" "${syn[@]}" --learners 2 --stall-timeout nan
+check "unknown flag" "${syn[@]}" --learners 2 --lerners 2
+check "unknown --config key" --config "$work/bad.json" "${syn[@]}"
+check "truncated data file" --model mlp --dataset mnist --data-dir "$work/trunc" --learners 2 --results "$work/r"
+grep -q "truncated" "$work/err" || { echo "FAIL: the truncation is not what was reported: $(cat "$work/err")"; fails=$((fails + 1)); }
+check "n above learners" "${syn[@]}" --learners 2 --protocol softsync --n 3
+check "rank count" "${syn[@]}" --learners 3
+check "unsafe suite name" "${syn[@]}" --learners 2 --suite ..
+echo "$passes passed, $fails failed"
+[[ $fails == 0 ]]
