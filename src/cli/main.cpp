@@ -138,11 +138,15 @@ int launcher_rank() {
   return 0;
 }
 
+// One line on stderr: "asgd: error: ..." (bad input) or "asgd: failed: ...".
+void print_error(const char* kind, const std::string& msg) {
+  std::fprintf(stderr, "asgd: %s: %s\n", kind, one_line(msg).c_str());
+}
+
 // Bad input found before MPI starts (command line, --config): every rank of
 // `mpiexec -n N asgd ...` finds it; only the launcher's rank 0 says so.
-void print_error(const char* kind, const std::string& msg) {
-  if (launcher_rank() != 0) return;
-  std::fprintf(stderr, "asgd: %s: %s\n", kind, one_line(msg).c_str());
+void print_early_error(const char* kind, const std::string& msg) {
+  if (launcher_rank() == 0) print_error(kind, msg);
 }
 
 void add_train_options(CLI::App& app, asgd::TrainConfig& c) {
@@ -612,7 +616,7 @@ int main(int argc, char** argv) {
   try {
     load_config_arg(argc, argv, cfg);
   } catch (const std::exception& e) {
-    print_error("error", e.what());
+    print_early_error("error", e.what());
     return kExitBadInput;
   }
   try {

@@ -95,7 +95,7 @@ class Server {
   Server(const TrainConfig& cfg, const TrainOptions& opt, const Comm& comm, const RunPaths& paths,
          data::DataPair* data, nn::Model& model, index_t n_train)
       : cfg_(cfg), opt_(opt), comm_(comm), paths_(paths), data_(data), model_(model),
-        k_(comm.rank()), S_(cfg.servers), L_(cfg.learners),
+        k_(comm.rank()), S_(cfg.servers), L_(cfg.learners), n_train_(n_train),
         shard_(shard_of(model.n_params(), k_, S_)), core_(cfg, shard_.len, L_, n_train) {
     Kokkos::deep_copy(core_.weights(), sub(model.params(), shard_));
     timing_.resize(L_);
@@ -108,20 +108,20 @@ class Server {
     const std::string path = shard_checkpoint(paths_, k_);
     if (!fs::exists(path)) return false;
     const io::Checkpoint ck = io::read_checkpoint(path);
-    const std::string want = config_hash(cfg_);
-    if (ck.config_hash != want)
-      throw Error(fmt::format("{}: checkpoint was written by another configuration (hash {}, this "
-                              "run {}); remove it or choose another --run-id",
-                              path, ck.config_hash, want));
-    if (ck.model != cfg_.model || ck.n_params != model_.n_params() || ck.shard_count != S_ ||
-        ck.shard_index != k_ || ck.shard_offset != shard_.offset ||
-        static_cast<index_t>(ck.weights.size()) != shard_.len ||
-        static_cast<int>(ck.cursors.size()) != L_)
-      throw Error(fmt::format(
-          "{}: checkpoint holds {} ({} parameters, shard {} of {}, {} learners), this run is {} "
-          "({} parameters, shard {} of {}, {} learners)",
-          path, ck.model, ck.n_params, ck.shard_index, ck.shard_count, ck.cursors.size(),
-          cfg_.model, model_.n_params(), k_, S_, L_));
+    io::CheckpointExpect want;
+    want.config_hash = config_hash(cfg_);
+    want.model = cfg_.model;
+    want.n_params = model_.n_params();
+    want.shard_count = S_;
+    want.shard_index = k_;
+    want.shard_offset = shard_.offset;
+    want.shard_len = shard_.len;
+    want.learners = L_;
+    // one update takes at most L x n_sync minibatches: past that, the clock lies
+    want.max_epochs = cfg_.epochs + static_cast<double>(L_) * cfg_.n_sync * cfg_.batch /
+                                        static_cast<double>(std::max<index_t>(1, n_train_)) + 1e-9;
+    if (cfg_.max_steps > 0) want.max_clock = cfg_.max_steps;
+    io::check_checkpoint(ck, path, want);
     core_.restore(ck);
     // Pushes of the learners before the kill whose effect survives are the
     // ones the checkpoint holds as applied; the learners now count from 0.
@@ -428,6 +428,9 @@ class Server {
     ck.progress.evals = evals_;
     ck.progress.staleness_histogram = core_.series().staleness_histogram;
     ck.progress.learners = learner_rows();
+    // the run's configuration travels with it: the reader can then refuse a
+    // clock past the run's end by itself
+    ck.progress.config_json = nlohmann::json(cfg_).dump();
     io::write_checkpoint(shard_checkpoint(paths_, k_), ck);
   }
 
@@ -483,6 +486,7 @@ class Server {
   data::DataPair* data_;
   nn::Model& model_;
   int k_, S_, L_;
+  index_t n_train_;
   Shard shard_;
   ShardCore core_;
   const SharedWindows* shm_ = nullptr;

@@ -23,7 +23,7 @@ printf '\x00\x00\x08\x03\x00\x00\xea\x60\x00\x00\x00\x1c\x00\x00\x00\x1cshort' >
 echo '{"learners": 2, "bogus_key": 1}' >"$work/bad.json"
 check() {  # check NAME ARGS...: exit 2, one stderr line, no results file
   local name=$1; shift
-  timeout 120 "$mpiexec" -n 3 "$asgd" train "$@" >"$work/out" 2>"$work/err"
+  timeout 120 "$mpiexec" -n "${NP:-3}" "$asgd" train "$@" >"$work/out" 2>"$work/err"
   local rc=$? lines
   lines=$(grep -c . "$work/err")
   if [[ $rc == 2 && $lines == 1 ]] && ! compgen -G "$work/r/*/runs/*.h5" >/dev/null; then
@@ -41,5 +41,21 @@ grep -q "truncated" "$work/err" || { echo "FAIL: the truncation is not what was 
 check "n above learners" "${syn[@]}" --learners 2 --protocol softsync --n 3
 check "rank count" "${syn[@]}" --learners 3
 check "unsafe suite name" "${syn[@]}" --learners 2 --suite ..
+# A resume checkpoint whose clock/epochs lie past the run's end (each shard's),
+# and one of another shard layout: refused naming the file, exit 2, nothing written.
+ck=(--model mlp --dataset synthetic --synthetic-size 8 --synthetic-train 512 --synthetic-test 64
+    --epochs 1 -q --learners 2 --servers 2 --checkpoint-every 5 --results "$work/ck" --run-id r)
+"$mpiexec" -n 4 "$asgd" train "${ck[@]}" >/dev/null 2>&1 || { echo "FAIL: the checkpointed run failed"; fails=$((fails + 1)); }
+rm -f "$work/ck/adhoc/runs/r.h5"
+cp "$work/ck/adhoc/checkpoints/r.shard1.h5" "$work/shard1.h5"
+/usr/bin/python3 - "$work/ck/adhoc/checkpoints/r.shard1.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f.attrs["epochs"] = 6.2e10
+    f.attrs["clock"] = 10**12
+PY
+NP=4 check "MPI resume: shard checkpoint past the run's end" "${ck[@]}"
+grep -q "r.shard1.h5" "$work/err" || { echo "FAIL: the shard checkpoint is not named"; fails=$((fails + 1)); }
+[[ -e $work/ck/adhoc/runs/r.h5 ]] && { echo "FAIL: a results file was written"; fails=$((fails + 1)); }
 echo "$passes passed, $fails failed"
 [[ $fails == 0 ]]
