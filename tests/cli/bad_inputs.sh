@@ -7,7 +7,7 @@ asgd=${1:?usage: bad_inputs.sh ASGD_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0 passed=0
+failures=0 passed=0 skipped=0
 export OPENBLAS_NUM_THREADS=1
 
 # expect_error NAME PATTERN -- COMMAND...: exit 2 (bad input), one stderr line
@@ -50,21 +50,8 @@ expect_error "--device cuda without a GPU" "built without CUDA|no CUDA device vi
 expect_error "unwritable results folder" "cannot create results folder /proc/" -- \
   "$asgd" train "${syn[@]}" --results /proc/asgd-results
 
-# a truncated Fashion-MNIST image file
-mkdir -p "$work/fm"
-src=/usr/share/datasets/fashion-mnist
-if [[ -f $src/train-images-idx3-ubyte.gz ]]; then
-  zcat "$src/train-images-idx3-ubyte.gz" | head -c 100000 >"$work/fm/train-images-idx3-ubyte"
-  zcat "$src/train-labels-idx1-ubyte.gz" >"$work/fm/train-labels-idx1-ubyte"
-  zcat "$src/t10k-images-idx3-ubyte.gz" >"$work/fm/t10k-images-idx3-ubyte"
-  zcat "$src/t10k-labels-idx1-ubyte.gz" >"$work/fm/t10k-labels-idx1-ubyte"
-  expect_error "truncated dataset" "train-images-idx3-ubyte: byte 16: truncated" -- \
-    "$asgd" train --model lenet --dataset fashion-mnist --data-dir "$work/fm" -q --results "$work/results"
-  printf 'garbage!' | dd of="$work/fm/t10k-labels-idx1-ubyte" bs=1 seek=0 conv=notrunc status=none
-  zcat "$src/train-images-idx3-ubyte.gz" >"$work/fm/train-images-idx3-ubyte"
-  expect_error "bad magic" "t10k-labels-idx1-ubyte: byte 0: bad magic" -- \
-    "$asgd" train --model lenet --dataset fashion-mnist --data-dir "$work/fm" -q --results "$work/results"
-fi
+# A truncated and a corrupt copy of the real Fashion-MNIST: tests/cli/bad_dataset.sh
+# (ctest cli.bad_dataset; skipped, not passed, where the data set is absent).
 expect_error "missing dataset" "cannot open" -- \
   "$asgd" train --model lenet --dataset fashion-mnist --data-dir "$work/none" -q --results "$work/results"
 
@@ -315,9 +302,12 @@ EOF
   (( $? == 1 )) && grep -q "epochs 6.2e+10 is beyond the configured run" "$work/out" && pass "validate refuses 62 billion epochs" \
     || { fail "validate took 62 billion epochs"; cat "$work/out"; }
 else
-  echo "skip checkpoint and validate cases: no h5py"
+  echo "SKIPPED checkpoint and validate cases: /usr/bin/python3 has no h5py (tools/setup.sh installs it)"
+  skipped=$((skipped + 1))
 fi
 "$asgd" validate "$res" >"$work/out" 2>&1 && pass "validate accepts a good file: $(cat "$work/out")" || fail "validate refused a good file"
 
-echo "$passed passed, $failures failed"
-(( failures == 0 ))
+echo "$passed passed, $failures failed, $skipped parts skipped"
+(( failures == 0 )) || exit 1
+# a part that could not run is not a pass: 77 is ctest's "skipped" (SKIP_RETURN_CODE)
+(( skipped == 0 )) || exit 77
