@@ -613,6 +613,32 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check result files against the schema");
   validate->add_option("files", files, "Result files (.h5)")->required()->check(kNonEmpty);
 
+  asgd::report::HistoryOptions hopt;
+  bool hist_no_plots = false, hist_fail = false;
+  auto* hist = app.add_subcommand(
+      "history", "Per-figure series over commits from stored results and benchmark files; steps by change-point "
+                 "detection; tables (Markdown, CSV) and PNG plots");
+  hist->add_option("inputs", hopt.inputs, "Results files (.h5), Google Benchmark JSON, or folders of them (searched "
+                                          "recursively)")
+      ->required()
+      ->check(kNonEmpty);
+  hist->add_option("--out", hopt.out_dir, "Output folder")->capture_default_str()->check(kNonEmpty);
+  hist->add_option("--min-effect", hopt.min_effect, "Smallest relative change of throughput or time that is a step")
+      ->capture_default_str()
+      ->check(finite_in(0, 10));
+  hist->add_option("--error-band", hopt.error_band, "Smallest absolute change of test error that is a step")
+      ->capture_default_str()
+      ->check(finite_in(0, 1));
+  hist->add_option("--alpha", hopt.alpha, "Significance level per series (after the Bonferroni factor)")
+      ->capture_default_str()
+      ->check(finite_in(1e-12, 0.5));
+  hist->add_option("--min-samples", hopt.min_samples, "Samples on each side of a step, at least")
+      ->capture_default_str()
+      ->check(whole_in(1, 1 << 20));
+  hist->add_flag("--by-input", hopt.by_input, "One point per input argument (e.g. repeated runs of one commit)");
+  hist->add_flag("--no-plots", hist_no_plots, "Tables only");
+  hist->add_flag("--fail-on-regression", hist_fail, "Exit 1 when a regression step starts at a series' newest point");
+
   try {
     load_config_arg(argc, argv, cfg);
   } catch (const std::exception& e) {
@@ -647,6 +673,11 @@ int main(int argc, char** argv) {
     if (*report) return cmd_report(report_dir, report_out, !no_plots, false);
     if (*compare) return asgd::report::compare(base, cand, copt);
     if (*validate) return asgd::report::validate(files) > 0 ? 1 : 0;
+    if (*hist) {
+      if (!hist_no_plots) hopt.plot_script = source_dir() + "/tools/ci/plot_history.py";
+      const auto h = asgd::report::history(hopt);
+      return hist_fail && h.latest_regressions > 0 ? 1 : 0;
+    }
   } catch (const asgd::dist::CollectiveError& e) {
     // every rank found the same problem: one line, from rank 0
     if (world_rank() == 0) print_error("error", e.what());

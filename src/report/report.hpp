@@ -1,6 +1,7 @@
 #pragma once
 // Reports over a suite's results: speedup, convergence error, staleness,
 // seeds, the papers' numbers beside ours; regression comparison; validation.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,50 @@ int compare(const std::string& baseline, const std::string& candidate, const Com
 // Checks each file against the results schema; prints "ok <file>" or
 // "<file>: <problem>". Returns the number of invalid files.
 int validate(const std::vector<std::string>& files);
+
+// ---- asgd history (history.cpp): per-figure series over commits, steps ----
+
+// Where a series changes level. Binary segmentation over the points of a
+// series (in time order; each point: the samples of one commit): within a
+// segment, every split leaving at least min_samples samples on each side is a
+// candidate; among candidates whose segment medians differ by at least
+// min_effect (relative to the earlier side's median when relative, else
+// absolute), the one with the smallest two-sided Mann-Whitney p-value is a
+// step when that p-value times the number of candidates (Bonferroni) is at
+// most alpha; both sides are then searched again. Finally each step is tested
+// again between its neighbouring steps (weakest failing one dropped, repeat).
+struct StepOptions {
+  double min_effect = 0.05;  // smallest change of the medians that counts
+  bool relative = true;      // min_effect relative (throughput, time) or absolute (error)
+  double alpha = 0.01;       // per series and segment, after the Bonferroni factor
+  int min_samples = 2;       // samples on each side of a split, at least
+};
+struct Step {
+  std::size_t at = 0;        // index of the first point of the new level
+  double before = 0, after = 0;  // medians of the samples of the neighbouring segments
+  double change = 0;         // (after - before) / |before| when relative, else after - before
+  double p = 1;              // rank-test p-value times the Bonferroni factor (at most 1)
+};
+std::vector<Step> detect_steps(const std::vector<std::vector<double>>& points, const StepOptions& opt);
+
+struct HistoryOptions {
+  std::vector<std::string> inputs;  // results files (.h5), Google Benchmark JSON, folders of them
+  std::string out_dir = "history";  // history.md, history.csv, steps.csv, history-*.png
+  double min_effect = 0.05;         // relative, for throughput and time series
+  double error_band = 0.01;         // absolute, for test-error series
+  double alpha = 0.01;
+  int min_samples = 2;
+  bool by_input = false;            // one point per input argument instead of per commit
+  std::string python = "/usr/bin/python3";
+  std::string plot_script;          // tools/ci/plot_history.py; empty: no plots
+  bool quiet = false;
+};
+struct HistorySummary {
+  int series = 0, points = 0, steps = 0, regressions = 0;
+  int latest_regressions = 0;  // regression steps that start at a series' newest point
+};
+// Reads every input, builds the series, detects steps, writes the tables (and
+// plots). Throws asgd::Error on bad input or when no sample was found.
+HistorySummary history(const HistoryOptions& opt);
 
 }  // namespace asgd::report
