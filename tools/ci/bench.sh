@@ -5,9 +5,11 @@
 # for `asgd history`. README.md, "Regression benchmarking in CI", is the manual.
 #
 #   tools/ci/bench.sh run OUT [--asgd PATH] [--rounds N] [--mpiexec CMD]
-#       Measure one build: N rounds of both suites. OUT/micro.json (every
-#       round's Google Benchmark iterations, one file), OUT/runs/r<K>-<run>.h5,
-#       OUT/meta.json (commit, machine, times), OUT/logs/.
+#       Measure one build: N rounds of both suites. OUT/micro.json (Google
+#       Benchmark JSON, one row per benchmark and round: the round's median
+#       repetition, see merge_bench.py), OUT/runs/r<K>-<run>.h5, OUT/meta.json
+#       (commit, machine, times), OUT/logs/ (also every repetition:
+#       logs/micro-iterations.json).
 #   tools/ci/bench.sh ab OUT --baseline-asgd A --candidate-asgd B [--rounds N]
 #                     [--mpiexec CMD] [--gate-args "ARGS"]
 #                     [--candidate-prefix "CMD"] [--candidate-env VAR=VALUE]...
@@ -102,7 +104,7 @@ begin() {
 # finish OUT: merge the rounds' benchmark files, write meta.json.
 finish() {
   local out=$1
-  "$py" "$here/merge_bench.py" "$out/micro.json" "$out"/.work/micro-r*.json
+  "$py" "$here/merge_bench.py" "$out/micro.json" "$out"/.work/micro-r*.json --all "$out/logs/micro-iterations.json"
   "$py" - "$out" "$rounds" <<'EOF'
 import json, os, sys, time
 out, rounds = sys.argv[1], int(sys.argv[2])
