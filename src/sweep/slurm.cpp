@@ -59,21 +59,8 @@ void check_script_value(const std::string& what, const std::string& s) {
       what, static_cast<unsigned char>(s[bad]), bad, shown));
 }
 
-namespace {
-
-// Per-site settings: slurm/sites/<site>.yaml. Every value is checked for
-// control characters here (naming file:line: key) and quoted where it is
-// written: partition, account and each `sbatch:` entry as one #SBATCH
-// argument, each module as one `module load` argument, mpi as the value of
-// srun --mpi=.
-struct Site {
-  std::string partition, account, mpi = "pmi2";
-  std::vector<std::string> modules, sbatch;  // `module load` arguments, extra #SBATCH options (one each)
-  int gpus_per_node = 0;
-  bool exclusive = false;      // every job on whole nodes (#SBATCH --exclusive)
-  int max_parallel_tasks = 0;  // timing suites: tasks of an array at once (0: no limit)
-};
-
+// Every value is checked for control characters here (naming file:line: key)
+// and quoted where it is written (slurm.hpp).
 Site load_site(const std::string& dir, const std::string& name) {
   check_script_value("--site", name);
   const fs::path path = fs::path(dir) / (name + ".yaml");
@@ -123,6 +110,8 @@ Site load_site(const std::string& dir, const std::string& name) {
   }
   return s;
 }
+
+namespace {
 
 std::string header(const Site& site) {
   std::string h;

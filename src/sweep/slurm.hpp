@@ -4,6 +4,7 @@
 // file, the executable's path) is checked for control characters and quoted:
 // for bash in the script body, and for sbatch's own parser on #SBATCH lines.
 #include <string>
+#include <vector>
 
 namespace asgd::sweep {
 
@@ -30,5 +31,22 @@ std::string sbatch_filename_literal(const std::string& s);
 // the first offending byte and its offset, and the value with control
 // characters shown as \xHH.
 void check_script_value(const std::string& what, const std::string& s);
+
+// Per-site settings: slurm/sites/<site>.yaml. Written into the scripts:
+// partition, account and each `sbatch:` entry as one #SBATCH argument, each
+// module as one `module load` argument, mpi as the value of srun --mpi=.
+struct Site {
+  std::string partition, account, mpi = "pmi2";
+  std::vector<std::string> modules, sbatch;  // `module load` arguments, extra #SBATCH options (one each)
+  int gpus_per_node = 0;
+  bool exclusive = false;      // every job on whole nodes (#SBATCH --exclusive)
+  int max_parallel_tasks = 0;  // timing suites: tasks of an array at once (0: no limit)
+};
+
+// Reads <dir>/<name>.yaml. Throws asgd::Error naming file:line: key for an
+// unknown key, a value of the wrong type, a control character in a value (it
+// would end a script line) or a negative max_parallel_tasks; a missing file
+// names the folder. (What `asgd sweep submit --site NAME` reads.)
+Site load_site(const std::string& dir, const std::string& name);
 
 }  // namespace asgd::sweep

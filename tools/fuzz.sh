@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of the file readers (tests/fuzz; README "Fuzzing").
+#   tools/fuzz.sh [SECONDS] [TARGET...]
+# SECONDS per target (default 60), one target after another; TARGETs by name
+# (fuzz_suite or suite; default all: suite site sbatch config idx idx_gz cifar
+# results checkpoint). Builds the `fuzz` preset when needed (clang, libFuzzer,
+# ASan + UBSan; ASGD_BUILD_JOBS parallel jobs, default all cores), makes the
+# seed corpora (tests/fuzz/make_seeds.py, into build/fuzz/seeds), keeps each
+# target's corpus in build/fuzz/corpus/<target> (git-ignored, grows from run to
+# run), logs to build/fuzz/logs/<target>.log and saves what a target finds
+# (crash-*, leak-*, timeout-*, oom-*) in build/fuzz/findings/<target>/.
+# Ends with a table of executions per second and coverage per target; exits 1
+# when any target found a crash, a leak, a sanitizer report, a timeout or an
+# out-of-memory. Replay one input: build/fuzz/fuzzers/<target> FILE
+# (ASGD_FUZZ_VERBOSE=1 prints each refusal).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all=(suite site sbatch config idx idx_gz cifar results checkpoint)
+seconds=60
+case "${1:-}" in
+  -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+  seconds=$1
+  shift
+fi
+targets=()
+for arg in "$@"; do
+  t=${arg#fuzz_}
+  [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz.sh: unknown target '$arg' (${all[*]})" >&2; exit 2; }
+  targets+=("$t")
+done
+(( ${#targets[@]} )) || targets=("${all[@]}")
+(( seconds >= 1 )) || { echo "fuzz.sh: SECONDS must be >= 1" >&2; exit 2; }
+
+build=build/fuzz
+jobs=${ASGD_BUILD_JOBS:-$(nproc)}
+[[ -f $build/build.ninja ]] || cmake --preset fuzz
+cmake --build --preset fuzz --target fuzzers -j "$jobs"
+
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+"$python" tests/fuzz/make_seeds.py --asgd "$build/asgd" --source "$PWD" --out "$build/seeds"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Leaks inside HDF5 itself (README "Fuzzing"): nothing of them reaches the caller.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0}
+
+# triage LOG: "none", "hdf5 FRAME" (a hang or crash whose innermost frame,
+# past the sanitizer, libFuzzer and libc frames, lies in the HDF5 library) or
+# "project FRAME" (everything else: a crash, hang or out-of-memory in our code,
+# a leak, a UBSan report, an exception other than asgd::Error, a broken
+# invariant -- FUZZ FINDING).
+triage() {
+  local log=$1 frame
+  grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|FUZZ FINDING' "$log" || { echo none; return; }
+  if grep -qE 'FUZZ FINDING|runtime error:|ERROR: LeakSanitizer' "$log"; then
+    echo "project $(grep -m1 -E 'FUZZ FINDING|runtime error:|ERROR: LeakSanitizer' "$log")"
+    return
+  fi
+  frame=$(awk '/ERROR: (AddressSanitizer|libFuzzer)/ { on = 1 }
+               on && /^ *#[0-9]+ / {
+                 if ($0 ~ /__sanitizer|__asan|__interceptor|__lsan|__ubsan|fuzzer::|__pthread_kill|[ (]raise|[ (]abort|[ (]malloc|[ (]calloc|[ (]realloc|operator new|libc\.so|libstdc\+\+/) next
+                 sub(/^ *#[0-9]+ 0x[0-9a-f]+ /, ""); print; exit
+               }' "$log")
+  if [[ $frame == *libhdf5* ]]; then echo "hdf5 $frame"; else echo "project ${frame:-$(grep -m1 ERROR "$log")}"; fi
+}
+
+mkdir -p "$build/logs"
+failed=()
+summary=()
+hdf5_notes=()
+for t in "${targets[@]}"; do
+  name=fuzz_$t
+  corpus=$build/corpus/$name
+  findings=$build/findings/$name
+  log=$build/logs/$name.log
+  mkdir -p "$corpus" "$findings"
+  : >"$log"
+  timeout=30 asan=$ASAN_OPTIONS
+  if [[ $t == results || $t == checkpoint ]]; then
+    timeout=5  # a read takes milliseconds; HDF5 itself loops forever on some files
+    # Whole allocation stacks through HDF5 (built without frame pointers), so
+    # that lsan.supp can tell a leak inside HDF5 from one of ours.
+    asan=$asan:fast_unwind_on_malloc=0
+  fi
+  opts=(-timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/")
+  dict=tests/fuzz/$t.dict
+  [[ $t == idx_gz ]] && dict=tests/fuzz/idx.dict
+  [[ $t == checkpoint ]] && dict=tests/fuzz/results.dict
+  [[ -f $dict ]] && opts+=(-dict="$dict")
+  echo "== $name: $seconds s (corpus $corpus, log $log)"
+  # A finding inside HDF5 is recorded (findings/<target>/hdf5/) and fuzzing
+  # goes on for the time left; a finding of ours ends the target.
+  start=$SECONDS units=0 verdict=ok hdf5=0 hdf5_frames=()
+  while (( seconds - (SECONDS - start) >= 1 )); do
+    seg=$log.segment
+    rc=0
+    ASAN_OPTIONS=$asan "$build/fuzzers/$name" "${opts[@]}" -max_total_time=$(( seconds - (SECONDS - start) )) \
+      "$corpus" "$build/seeds/$name" >"$seg" 2>&1 || rc=$?
+    cat "$seg" >>"$log"
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$seg")
+    units=$(( units + ${n:-0} ))
+    last=$(grep -E '^#[0-9]+' "$seg" | tail -1 || true)
+    [[ -n $last ]] && { cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last"); ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last"); }
+    found=$(triage "$seg")
+    (( rc == 0 )) && [[ $found == none ]] && break
+    artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$seg" | tail -1)
+    if [[ $found == hdf5* && -n $artifact && -f $artifact ]] && grep -q INITED "$seg"; then
+      mkdir -p "$findings/hdf5"
+      mv "$artifact" "$findings/hdf5/"
+      echo "${found#hdf5 }" >"$findings/hdf5/$(basename "$artifact").frame"
+      hdf5=$(( hdf5 + 1 ))
+      # the function, else the library and offset
+      hdf5_frames+=("$(sed -E 's/^in ([^ ]+) .*/\1/; s/^ *\(([^ )]*\/)?([^ )/]+)\).*/\2/' <<<"${found#hdf5 }")")
+      echo "   inside HDF5: $(basename "$artifact"): ${found#hdf5 }"
+      continue
+    fi
+    verdict="FOUND (exit $rc)"
+    failed+=("$name")
+    echo "   FOUND: ${found#project }" >&2
+    grep -E 'ERROR:|runtime error:|FUZZ FINDING|SUMMARY:|Test unit written' "$seg" | head -8 >&2 || true
+    break
+  done
+  elapsed=$(( SECONDS - start ))
+  eps=$(( units / (elapsed > 0 ? elapsed : 1) ))
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | sort -n | tail -1)
+  ncorp=$(find "$corpus" -type f | wc -l)
+  if (( hdf5 )); then
+    where=$(printf '%s\n' "${hdf5_frames[@]}" | sort | uniq -c | sort -rn | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}')
+    hdf5_notes+=("$name: $hdf5 inside the HDF5 library ($where); inputs in $findings/hdf5/")
+  fi
+  summary+=("$(printf '%-16s %6ss %10s %8s %6s %6s %7s %6s %5s  %s' "$name" "$elapsed" "$units" "$eps" \
+               "${cov:-?}" "${ft:-?}" "$ncorp" "${rss:-?}" "$hdf5" "$verdict")")
+  rm -f "$log.segment"
+done
+echo
+printf '%-16s %7s %10s %8s %6s %6s %7s %6s %5s  %s\n' target time execs exec/s cov ft corpus rss_mb hdf5 result
+printf '%s\n' "${summary[@]}"
+(( ${#hdf5_notes[@]} )) && printf 'HDF5 library: %s\n' "${hdf5_notes[@]}"
+if (( ${#failed[@]} )); then
+  echo "fuzz.sh: findings in ${failed[*]} (inputs in $build/findings/)" >&2
+  exit 1
+fi
+echo "fuzz.sh: no crash, leak, sanitizer report, timeout or out-of-memory in our code (${#targets[@]} targets)"
