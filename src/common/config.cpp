@@ -25,6 +25,19 @@ bool known(const std::string& v, std::initializer_list<const char*> list) {
 
 bool finite(double v) { return std::isfinite(v); }
 
+// Text that JSON can hold: a configuration is stored as JSON (suite configs,
+// results files, checkpoints), and nlohmann::json refuses to write a string
+// that is not valid UTF-8 (a path from the command line or a YAML file can be
+// any bytes).
+bool json_text(const std::string& v) {
+  try {
+    (void)nlohmann::json(v).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
 // Largest synthetic image side and channel count: their product stays far
 // from overflowing the models' parameter counts.
 constexpr index_t kMaxSyntheticSide = index_t{1} << 20;
@@ -194,6 +207,11 @@ std::vector<std::string> validate(const TrainConfig& c) {
                      kMaxSamples, c.data.n_train, c.data.n_test));
   }
   need(c.data.dir.size() <= 4096, fmt::format("data folder '{}' is too long", shorten(c.data.dir)));
+  for (const auto& [what, v] : {std::pair<const char*, const std::string*>{"results folder", &c.results_dir},
+                                {"data folder", &c.data.dir},
+                                {"warm start file", &c.warm_start}})
+    need(json_text(*v), fmt::format("{} '{}' is not valid UTF-8 (configurations are stored as JSON)", what,
+                                    shorten(*v)));
   need(c.warm_start.size() <= 4096,
        fmt::format("warm start file '{}' is too long", shorten(c.warm_start)));
   if (auto why = name_problem("suite", c.suite, kMaxSuiteName); !why.empty()) p.push_back(why);
@@ -491,7 +509,10 @@ std::string config_hash(const TrainConfig& c) {
   nlohmann::json j = c;
   for (const char* k : {"results_dir", "run_id", "threads", "suite", "checkpoint_every"})
     j.erase(k);
-  const std::string s = j.dump();
+  // replace: the same text as dump() for every valid config; a path that is
+  // not UTF-8 (refused by validate(), but suites hash runs before validating
+  // them) must not throw here.
+  const std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
   for (unsigned char ch : s) {
     h ^= ch;

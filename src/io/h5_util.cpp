@@ -86,6 +86,14 @@ Datatype vlen_string_type() {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+// Size on disk of the file that holds obj; 0 when HDF5 cannot tell.
+hsize_t file_size_of(hid_t obj) {
+  File f(H5Iget_file_id(obj));
+  hsize_t size = 0;
+  if (!f.valid() || H5Fget_filesize(f.get(), &size) < 0) return 0;
+  return size;
+}
+
 }  // namespace
 
 std::string last_error() {
@@ -207,6 +215,19 @@ Dataset open_dataset_1d(const Loc& loc, const std::string& name, H5T_class_t typ
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank != 1) throw Error("dataset " + full + " has rank " + std::to_string(rank) + ", expected 1");
   check_status(H5Sget_simple_extent_dims(space.get(), &n, nullptr), "cannot get size of dataset " + full);
+  // A corrupt file can declare any length: refuse one the file cannot hold
+  // before anything is allocated for it. Contiguous and compact data are
+  // stored whole; chunked data may be compressed (h5repack, h5py), and
+  // deflate packs at most 1032 bytes into one.
+  const std::size_t elem = H5Tget_size(ftype.get());
+  PropList dcpl(H5Dget_create_plist(ds.get()));
+  const bool chunked = dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CHUNKED;
+  if (const hsize_t file = file_size_of(ds.get()); file > 0 && elem > 0) {
+    const long double most = static_cast<long double>(file) * (chunked ? 1032 : 1);
+    if (static_cast<long double>(n) * static_cast<long double>(elem) > most)
+      throw Error("dataset " + full + " declares " + std::to_string(n) + " values of " + std::to_string(elem) +
+                  " bytes, more than the file's " + std::to_string(file) + " bytes can hold (a corrupt file)");
+  }
   return ds;
 }
 

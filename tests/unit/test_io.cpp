@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -394,6 +395,25 @@ TEST_F(IoTest, RandomBytesAreNotHdf5) {
   EXPECT_TRUE(contains(msg, path("noise.h5") + ": not a readable HDF5 file")) << msg;
   const std::string msg_c = error_of([&] { asgd::io::read_checkpoint(path("noise.h5")); });
   EXPECT_TRUE(contains(msg_c, path("noise.h5") + ": not a readable HDF5 file")) << msg_c;
+}
+
+// Found by fuzz_checkpoint (tests/fuzz; tests/data/fuzz/README.md): a dataset
+// whose extent claims more values than the file holds made the reader
+// allocate the claimed length first (std::bad_alloc, exit 1). Both files are
+// refused, naming the dataset, before anything is allocated for it: one
+// contiguous dataset without storage, one chunked with nothing stored.
+TEST_F(IoTest, DatasetClaimingMoreThanTheFileHoldsIsRefused) {
+  const char* src = std::getenv("ASGD_SOURCE_DIR");
+  const fs::path root = src ? fs::path(src) : fs::absolute(fs::path(__FILE__)).parent_path().parent_path().parent_path();
+  const fs::path data = root / "tests/data/fuzz";
+  const std::string results = (data / "results_clock_claims_2e33.h5").string();
+  const std::string checkpoint = (data / "checkpoint_weights_claims_2e31.h5").string();
+  ASSERT_TRUE(fs::exists(results) && fs::exists(checkpoint)) << data;
+  const std::string r = error_of([&] { asgd::io::read_results(results); });
+  EXPECT_TRUE(contains(r, "dataset /updates/clock declares 8589934592 values of 8 bytes, more than the file's"))
+      << r;
+  const std::string c = error_of([&] { asgd::io::read_checkpoint(checkpoint); });
+  EXPECT_TRUE(contains(c, "dataset /weights declares 2147483648 values of 4 bytes")) << c;
 }
 
 TEST_F(IoTest, EmptyAndMissingFilesThrow) {

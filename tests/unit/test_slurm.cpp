@@ -4,14 +4,20 @@
 // characters. tests/slurm/injection.sh runs whole generated scripts.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "sweep/runner.hpp"
 #include "sweep/slurm.hpp"
+#include "sweep/suite.hpp"
 
 using asgd::sweep::check_script_value;
 using asgd::sweep::sbatch_filename_literal;
@@ -205,4 +211,51 @@ TEST(Slurm, ControlCharacterMessageShowsEscapes) {
     EXPECT_NE(msg.find("site.yaml:3: mpi: control character 0x0a at byte 4"), std::string::npos) << msg;
     EXPECT_NE(msg.find("'pmi2\\x0atouch PWNED'"), std::string::npos) << msg;
   }
+}
+
+// Found by fuzz_sbatch (tests/fuzz; tests/data/fuzz/README.md): a --results
+// folder that is not valid UTF-8 reached nlohmann::json's dump() when submit
+// wrote the run configs, and its type_error escaped (exit 1, "failed"; a micro
+// suite's run config was not validated at all). Both kinds of suite are now
+// refused with asgd::Error naming the results folder, before any script.
+TEST(Slurm, SubmitRefusesAResultsFolderThatIsNotUtf8) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("asgd_test_slurm_utf8_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  write("site.yaml", "partition: debug\n");
+  const std::string real = write("real.yaml",
+                                 "name: real\nbase: {model: mlp, dataset: {kind: synthetic, shape: [8, 8, 1]}}\n"
+                                 "axes: {learners: [1, 2]}\nseeds: [1]\n");
+  const std::string micro = write("micro.yaml", "name: micro\nmode: micro\nbenchmark: {filter: BM_x}\n");
+  asgd::sweep::SubmitOptions opt;
+  opt.site = "site";
+  opt.sites_dir = dir.string();
+  opt.self = "/opt/asgd/bin/asgd";
+  opt.dry_run = true;
+  for (const std::string& suite : {real, micro}) {
+    for (const std::string& tail : {std::string("r\x83"), std::string("caf\xc3")}) {
+      const std::string results = (dir / tail).string();
+      try {
+        const auto s = asgd::sweep::load_suite(suite, results);
+        asgd::sweep::submit(s, results, opt);
+        ADD_FAILURE() << suite << ": accepted";
+      } catch (const asgd::Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("results folder"), std::string::npos) << m;
+        EXPECT_NE(m.find("is not valid UTF-8"), std::string::npos) << m;
+      }
+      EXPECT_FALSE(fs::exists(results)) << "something was written under " << results;
+    }
+  }
+  // the same suites with a UTF-8 folder are submitted
+  for (const std::string& suite : {real, micro}) {
+    const std::string results = (dir / "r\xc3\xa9sultats").string();
+    EXPECT_GT(asgd::sweep::submit(asgd::sweep::load_suite(suite, results), results, opt), 0);
+  }
+  fs::remove_all(dir);
 }

@@ -183,6 +183,34 @@ TEST(Config, EveryProblemIsReportedAtOnce) {
   }
 }
 
+// Found by fuzz_sbatch (tests/fuzz; tests/data/fuzz/README.md): a path that is
+// not valid UTF-8 reached nlohmann::json's dump() when a configuration was
+// written, and its type_error escaped (exit 1 instead of a refusal). Paths a
+// configuration stores are refused by name; hashing such a config (suites hash
+// runs before validating them) does not throw; UTF-8 paths stay valid.
+TEST(Config, PathsThatAreNotUtf8AreRefused) {
+  const std::string bad = "/data/r\x83sults", cut = "/data/caf\xc3";
+  for (const char* which : {"results folder", "data folder", "warm start file"}) {
+    for (const std::string& path : {bad, cut}) {
+      TrainConfig c;
+      const std::string what = which;
+      if (what == "results folder") c.results_dir = path;
+      else if (what == "data folder") c.data.dir = path;
+      else c.warm_start = path;
+      const auto problems = asgd::validate(c);
+      ASSERT_EQ(problems.size(), 1u) << which;
+      EXPECT_NE(problems[0].find(what + " '"), std::string::npos) << problems[0];
+      EXPECT_NE(problems[0].find("is not valid UTF-8"), std::string::npos) << problems[0];
+      EXPECT_NO_THROW((void)asgd::config_hash(c));
+      EXPECT_NO_THROW((void)asgd::resolved_run_id(c));
+    }
+  }
+  TrainConfig ok;
+  ok.results_dir = "/data/r\xc3\xa9sultats/\xce\xbc";  // é, µ
+  ok.data.dir = "/donn\xc3\xa9" "es";
+  EXPECT_TRUE(asgd::validate(ok).empty());
+}
+
 TEST(Config, JsonRoundTripAndStableHash) {
   TrainConfig c;
   c.lr_steps = {3, 6};
