@@ -5,21 +5,26 @@
 # (fuzz_suite or suite; default all: suite site sbatch config idx idx_gz cifar
 # results checkpoint). Builds the `fuzz` preset when needed (clang, libFuzzer,
 # ASan + UBSan; ASGD_BUILD_JOBS parallel jobs, default all cores), makes the
-# seed corpora (tests/fuzz/make_seeds.py, into build/fuzz/seeds), keeps each
+# seed corpora (tests/fuzz/make_seeds.py, into build/fuzz/seeds.<pid>), keeps each
 # target's corpus in build/fuzz/corpus/<target> (git-ignored, grows from run to
-# run), logs to build/fuzz/logs/<target>.log and saves what a target finds
-# (crash-*, leak-*, timeout-*, oom-*) in build/fuzz/findings/<target>/.
-# Ends with a table of executions per second and coverage per target; exits 1
-# when any target found a crash, a leak, a sanitizer report, a timeout or an
-# out-of-memory. Replay one input: build/fuzz/fuzzers/<target> FILE
-# (ASGD_FUZZ_VERBOSE=1 prints each refusal).
+# run), logs to build/fuzz/logs/<target>.log and saves what a target finds in
+# build/fuzz/findings/<target>/ (crash-*, leak-*, timeout-*, oom-*).
+# A finding inside the HDF5 library (its innermost frame, past the sanitizer
+# and libc frames, is in libhdf5: HDF5 1.10.8 crashes and hangs on some
+# corrupt files) is set aside in findings/<target>/hdf5/ with its frame, and
+# the target goes on for the time left; any other finding ends the target.
+# Ends with a table per target (executions, executions per second, libFuzzer's
+# cov: and ft:, corpus size, peak memory, findings inside HDF5) and exits 1
+# when a target found anything of ours: a crash, leak, sanitizer report,
+# timeout, out-of-memory or a broken invariant. Replay an input:
+# build/fuzz/fuzzers/<target> FILE (ASGD_FUZZ_VERBOSE=1 prints each refusal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all=(suite site sbatch config idx idx_gz cifar results checkpoint)
 seconds=60
 case "${1:-}" in
-  -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   seconds=$1
@@ -41,18 +46,22 @@ cmake --build --preset fuzz --target fuzzers -j "$jobs"
 
 python=/usr/bin/python3
 [[ -x $python ]] || python=python3
-"$python" tests/fuzz/make_seeds.py --asgd "$build/asgd" --source "$PWD" --out "$build/seeds"
+# Seeds of this run only (two runs of different targets may go side by side).
+seeds=$build/seeds.$$
+trap 'rm -rf "$seeds"' EXIT
+"$python" tests/fuzz/make_seeds.py --asgd "$build/asgd" --source "$PWD" --out "$seeds"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Leaks inside HDF5 itself (README "Fuzzing"): nothing of them reaches the caller.
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0}
 
-# triage LOG: "none", "hdf5 FRAME" (a hang or crash whose innermost frame,
-# past the sanitizer, libFuzzer and libc frames, lies in the HDF5 library) or
-# "project FRAME" (everything else: a crash, hang or out-of-memory in our code,
-# a leak, a UBSan report, an exception other than asgd::Error, a broken
-# invariant -- FUZZ FINDING).
+# triage LOG: "none", "hdf5 FRAME" (a hang, crash or out-of-memory whose
+# innermost frame in either the HDF5 library or the project's sources -- the
+# sanitizer runtime, its interceptors, libFuzzer, libc and libstdc++ passed
+# over -- lies in HDF5) or "project FRAME" (everything else: a crash, hang or
+# out-of-memory in our code, a leak, a UBSan report, an exception other than
+# asgd::Error or a broken invariant -- FUZZ FINDING).
 triage() {
   local log=$1 frame
   grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|FUZZ FINDING' "$log" || { echo none; return; }
@@ -60,9 +69,8 @@ triage() {
     echo "project $(grep -m1 -E 'FUZZ FINDING|runtime error:|ERROR: LeakSanitizer' "$log")"
     return
   fi
-  frame=$(awk '/ERROR: (AddressSanitizer|libFuzzer)/ { on = 1 }
-               on && /^ *#[0-9]+ / {
-                 if ($0 ~ /__sanitizer|__asan|__interceptor|__lsan|__ubsan|fuzzer::|__pthread_kill|[ (]raise|[ (]abort|[ (]malloc|[ (]calloc|[ (]realloc|operator new|libc\.so|libstdc\+\+/) next
+  frame=$(awk -v src="$PWD/" '/ERROR: (AddressSanitizer|libFuzzer)/ { on = 1 }
+               on && /^ *#[0-9]+ / && (/libhdf5/ || index($0, src "src/") || index($0, src "tests/")) {
                  sub(/^ *#[0-9]+ 0x[0-9a-f]+ /, ""); print; exit
                }' "$log")
   if [[ $frame == *libhdf5* ]]; then echo "hdf5 $frame"; else echo "project ${frame:-$(grep -m1 ERROR "$log")}"; fi
@@ -99,7 +107,7 @@ for t in "${targets[@]}"; do
     seg=$log.segment
     rc=0
     ASAN_OPTIONS=$asan "$build/fuzzers/$name" "${opts[@]}" -max_total_time=$(( seconds - (SECONDS - start) )) \
-      "$corpus" "$build/seeds/$name" >"$seg" 2>&1 || rc=$?
+      "$corpus" "$seeds/$name" >"$seg" 2>&1 || rc=$?
     cat "$seg" >>"$log"
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$seg")
     units=$(( units + ${n:-0} ))

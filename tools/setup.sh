@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package asgd-bench needs (as root: apt-get).
-#   tools/setup.sh            build, run and test (compiler, CMake, Kokkos, BLAS, MPI, HDF5, ...)
+#   tools/setup.sh            build, run and test (compiler, CMake, Kokkos, BLAS, MPI, HDF5, ...;
+#                             clang and libFuzzer's runtime for the fuzz preset)
 #   tools/setup.sh --peers    also the PyTorch peer baseline (python3-torch, about 270 packages)
 #   tools/setup.sh --slurm    also a one-node Slurm (slurm-wlm, munge) for the Slurm tests
 #   tools/setup.sh --list     print the package names (build and test set) and exit
@@ -21,6 +22,7 @@ done
 
 packages=(
   g++ cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev
   mpich libmpich-dev
   libhdf5-dev hdf5-tools zlib1g-dev

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Installs what is needed; compiles the `cuda` preset (the native CUDA path, warnings as
 # errors; its GPU tests run where a GPU is, and show as skipped elsewhere); builds the
-# AddressSanitizer preset and runs the unit tests under it; then builds the `ci` preset with
+# AddressSanitizer preset and runs the unit tests under it; builds the `fuzz` preset and runs
+# each fuzz target of the file readers for 60 s (tools/fuzz.sh); then builds the `ci` preset with
 # warnings as errors and runs every test (unit, MPI, virtual learners, command line, a real
 # one-node Slurm). This is what CI runs.
 #   tools/test.sh            all of it
 #   tools/test.sh --no-asan  skip the sanitizer build
 #   tools/test.sh --no-cuda  skip the cuda preset
+#   tools/test.sh --no-fuzz  skip the fuzz targets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-asan=1 cuda=1
+asan=1 cuda=1 fuzz=1
 for arg in "$@"; do
   case "$arg" in
     --no-asan) asan=0 ;;
     --no-cuda) cuda=0 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-fuzz) fuzz=0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +43,10 @@ if (( cuda )); then
   else
     echo "test.sh: NOTE: no CUDA toolkit at $nvcc: the cuda preset was not compiled" >&2
   fi
+fi
+if (( fuzz )); then
+  echo "== fuzz preset: every fuzz target of the file readers for 60 s (clang, libFuzzer, ASan + UBSan)"
+  ASGD_BUILD_JOBS=$jobs tools/fuzz.sh 60
 fi
 # The full suite runs last, so that its summary (every label, the count of tests
 # passed) is what the log ends with.
