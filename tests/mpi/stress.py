@@ -148,7 +148,7 @@ def watchdog(args, tmp):
     rc, out, err = launch(args, cmd, env, 60)
     took = time.time() - t
     check(rc is not None, "the run hung: the program's watchdog did not fire")
-    check(rc != 0, "a stalled run must exit non-zero")
+    check(rc == 1, f"a stalled run must exit 1 (failed), not {rc}")
     lines = [l for l in err.splitlines() if "no progress" in l]
     check(len(lines) >= 1, f"no watchdog line in stderr:\n{err}")
     check("rank 0 (server 0)" in lines[0] and "waiting for" in lines[0], lines[0])
