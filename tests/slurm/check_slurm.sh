@@ -102,6 +102,9 @@ scontrol requeue "$job" || fail "scontrol requeue $job"
 # Slurm's requeue hold (BeginTime, see above) is lifted as soon as the task is pending again
 for _ in $(seq 300); do [[ $(job_state "$job") == PENDING ]] && break; sleep 0.1; done
 [[ $(job_state "$job") == PENDING ]] || fail "requeued task $job is not pending: $(job_state "$job")"
+# the killed trainer must be gone first: it holds the run's lock until it exits,
+# and a second trainer of the same run refuses (one trainer per run)
+for _ in $(seq 600); do pgrep -f -- "$res/long/configs" >/dev/null || break; sleep 0.1; done
 scontrol update JobId="$job" StartTime=now || fail "scontrol update JobId=$job StartTime=now"
 wait_idle
 compgen -G "$res/long/runs/*.h5" >/dev/null || fail "requeued run did not finish"
