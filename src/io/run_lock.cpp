@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,15 @@ RunLock::RunLock(const std::string& checkpoint, const std::string& results,
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0)
     throw Error(fmt::format("{}: cannot open the run's lock file: {}", path_, std::strerror(errno)));
+  // A requeued Slurm task may start while its killed predecessor is still
+  // exiting (and holding the lock): wait for it up to 60 s, then refuse.
+  int tries = 0;
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  const int max_tries = restarts != nullptr && std::atoi(restarts) > 0 ? 120 : 0;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && tries < max_tries) {
+    ++tries;
+    ::usleep(500000);
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::ifstream in(path_);
