@@ -44,8 +44,11 @@ def load(path):
     return series
 
 
-def short(commit):
-    return commit if len(commit) <= 9 else commit[:9]
+def short(label):
+    # "commit" (one point per commit), or "commit@input" (--by-input): the input's last two path parts
+    if "@" in label:
+        return "/".join(label.split("@", 1)[1].rstrip("/").split("/")[-2:])[-24:]
+    return label if len(label) <= 9 else label[:9]
 
 
 def panel(ax, key, s, several_machines):
