@@ -25,6 +25,7 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
+#include "dist/mpi_util.hpp"
 #include "cli/gpu_bench.hpp"
 #include "gpu/gpu.hpp"
 #include "dist/mpi_train.hpp"
@@ -414,15 +415,6 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
   return failed > 0 ? 1 : 0;
 }
 
-std::string mpi_library() {
-  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(v, &len);
-  std::string s(v, static_cast<std::size_t>(len));
-  if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
-  return s;
-}
-
 int cmd_info(bool as_json, int threads) {
   KokkosScope kokkos;
   asgd::set_blas_threads(threads);
@@ -432,7 +424,7 @@ int cmd_info(bool as_json, int threads) {
     for (int d = 0; d < asgd::gpu::device_count(); ++d)
       gpus += (gpus.empty() ? "" : "; ") + asgd::gpu::device_info(d).describe();
   if (as_json) {  // the machine record every results file holds, for a site to file
-    auto j = nlohmann::json::parse(asgd::machine_json(info, {1, threads, {info.host}, mpi_library(), gpus}));
+    auto j = nlohmann::json::parse(asgd::machine_json(info, {1, threads, {info.host}, asgd::dist::mpi_library_version(), gpus}));
     j["asgd_commit"] = info.git_commit;
     j["hdf5"] = asgd::io::hdf5_version();
     fmt::print("{}\n", j.dump(2));
@@ -444,7 +436,7 @@ int cmd_info(bool as_json, int threads) {
              info.git_commit, info.host, info.cpu_model, info.cpus_online, info.cpus_allowed,
              fmt::join(info.cpu_flags, " "), info.mem_total_bytes / 1073741824.0,
              info.mem_available_bytes / 1073741824.0, info.load1, info.load5, info.load15,
-             info.kokkos_version, info.kokkos_concurrency, info.blas, mpi_library(),
+             info.kokkos_version, info.kokkos_concurrency, info.blas, asgd::dist::mpi_library_version(),
              asgd::io::hdf5_version(), info.os, info.kernel);
   if (!asgd::gpu::built_with_cuda()) {
     fmt::print("  CUDA    not built (cmake --preset cuda for --device cuda)\n");

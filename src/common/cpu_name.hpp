@@ -26,4 +26,12 @@ inline std::string short_cpu(const std::string& cpu_model) {
   return out.empty() ? (cpu_model.empty() ? "unknown CPU" : cpu_model) : out;
 }
 
+// "OpenBLAS 0.3.21 ... (core Cooperlake)" -> "Cooperlake"; "" if none.
+inline std::string blas_kernel(const std::string& blas) {
+  const auto at = blas.rfind("(core ");
+  if (at == std::string::npos) return "";
+  const auto end = blas.find(')', at);
+  return end == std::string::npos ? "" : blas.substr(at + 6, end - at - 6);
+}
+
 }  // namespace asgd

@@ -42,15 +42,6 @@ std::string shard_checkpoint(const RunPaths& p, int k) {
   return s.substr(0, s.size() - 3) + fmt::format(".shard{}.h5", k);
 }
 
-std::string mpi_library_version() {
-  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(v, &len);
-  std::string s(v, static_cast<std::size_t>(len));
-  if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
-  return s;
-}
-
 nn::View sub(const nn::View& v, const Shard& s) {
   return Kokkos::subview(v, std::make_pair(s.offset, s.offset + s.len));
 }
@@ -901,6 +892,11 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
                  cfg.lr_policy, cfg.batch, data->train.name, data->train.n, info.blas);
     if (out.resumed) spdlog::info("resuming {} from its checkpoints", resolved_run_id(cfg));
   }
+  auto header = [&](io::RunResult& res) {
+    const std::string mpi = mpi_library_version();
+    fill_header(res, cfg, info, cfg.protocol, mpi);
+    res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi, gpu_note});
+  };
   if (server) {
     io::RunResult res;
     try {
@@ -908,16 +904,14 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     } catch (const Stalled&) {
       if (writer) {  // what was trained so far, marked failed; the checkpoint stays for a resume
         res = srv->failed_result();
-        fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
-        res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi_library_version(), gpu_note});
+        header(res);
         res.transport = shm.on ? "shared-memory" : "messages";
         io::write_results(out.paths.results, res);
       }
       throw;
     }
     if (writer) {
-      fill_header(res, cfg, info, cfg.protocol, mpi_library_version());
-      res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi_library_version(), gpu_note});
+      header(res);
       res.transport = shm.on ? "shared-memory" : "messages";  // ASGD_SHM=0: messages
       io::write_results(out.paths.results, res);
       out.result = std::move(res);

@@ -174,6 +174,15 @@ MPI_Status polite_probe_any(std::initializer_list<Want> wants, MPI_Comm comm, co
   return st;
 }
 
+std::string mpi_library_version() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, static_cast<std::size_t>(len));
+  if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
 bool mpi_cuda_aware() {
   if (const char* env = std::getenv("ASGD_CUDA_AWARE"); env && std::string(env) == "0") return false;
 #if defined(MPIX_GPU_SUPPORT_CUDA)

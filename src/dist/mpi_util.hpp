@@ -78,6 +78,9 @@ MPI_Status polite_probe_any(std::initializer_list<Want> wants, MPI_Comm comm, co
 // (the watchdog's test).
 void inject_delay();
 
+// The first line of MPI_Get_library_version ("MPICH Version: 4.0.2").
+std::string mpi_library_version();
+
 // Whether the MPI library says it accepts CUDA device pointers (MPICH's
 // MPIX_GPU_query_support, Open MPI's MPIX_Query_cuda_support);
 // ASGD_CUDA_AWARE=0 turns it off.

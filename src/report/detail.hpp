@@ -62,8 +62,6 @@ RunInfo load_run(const std::string& path);
 // Measurement integrity (integrity.cpp). The machine and interval of one
 // results file into info.
 void read_machine(RunInfo& info, const io::RunResult& r);
-// "(core Cooperlake)" of a BLAS description -> "Cooperlake"; "" if none.
-std::string blas_kernel(const std::string& blas);
 // Marks real-mode runs whose training intervals overlapped on the same host
 // (each one's shared_with lists the others): their timings were shared.
 // Virtual runs are left alone (their clock is modelled).

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/cpu_name.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
 
@@ -363,7 +364,7 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
   const json m = json::parse(r.machine_json, nullptr, false);
   std::string cpu, blas;
   if (m.is_object() && m.contains("cpu_model") && m["cpu_model"].is_string()) cpu = m["cpu_model"].get<std::string>();
-  if (m.is_object() && m.contains("blas") && m["blas"].is_string()) blas = blas_kernel(m["blas"].get<std::string>());
+  if (m.is_object() && m.contains("blas") && m["blas"].is_string()) blas = asgd::blas_kernel(m["blas"].get<std::string>());
   run.machine = machine_text(cpu, blas);
   // io::RunResult does not carry the `created` attribute; the end of training
   // is written in the same call (then its start, then the file's time).

@@ -13,13 +13,6 @@
 
 namespace asgd::report::detail {
 
-std::string blas_kernel(const std::string& blas) {
-  const auto at = blas.rfind("(core ");
-  if (at == std::string::npos) return "";
-  const auto end = blas.find(')', at);
-  return end == std::string::npos ? "" : blas.substr(at + 6, end - at - 6);
-}
-
 void read_machine(RunInfo& info, const io::RunResult& r) {
   info.host = r.host;
   info.started = r.train_started;

@@ -215,10 +215,8 @@ int main(int argc, char** argv) {
       const asgd::RunInfo info = asgd::collect_run_info();
       benchmark::AddCustomContext("asgd_cpu_model", info.cpu_model);
       benchmark::AddCustomContext("asgd_blas", info.blas);
-      const auto at = info.blas.rfind("(core ");
-      benchmark::AddCustomContext(
-          "asgd_blas_kernel", at == std::string::npos ? "unknown"
-                                                      : info.blas.substr(at + 6, info.blas.find(')', at) - at - 6));
+      const std::string kernel = asgd::blas_kernel(info.blas);
+      benchmark::AddCustomContext("asgd_blas_kernel", kernel.empty() ? "unknown" : kernel);
       benchmark::AddCustomContext("asgd_commit", info.git_commit);
     }
     benchmark::RegisterBenchmark("sgemm/1024", bm_sgemm)->Arg(1024)->UseManualTime()->MinTime(0.5);
