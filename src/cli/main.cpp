@@ -25,11 +25,11 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
-#include "dist/mpi_util.hpp"
+#include "ps/mpi_util.hpp"
 #include "cli/gpu_bench.hpp"
 #include "gpu/gpu.hpp"
-#include "dist/mpi_train.hpp"
-#include "dist/trainer.hpp"
+#include "ps/mpi_train.hpp"
+#include "ps/trainer.hpp"
 #include "report/report.hpp"
 #include "sim/virtual.hpp"
 #include "sweep/runner.hpp"
@@ -280,11 +280,11 @@ int world_size() {
   return s;
 }
 
-int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, const asgd::dist::TrainOptions& opt) {
+int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, const asgd::ps::TrainOptions& opt) {
   const bool distributed =
       !cfg.virtual_learners && (world_size() > 1 || cfg.learners > 1 || cfg.servers > 1);
   if (cfg.virtual_learners && world_size() > 1)
-    throw asgd::dist::CollectiveError("--virtual runs in one process: start it without mpiexec");
+    throw asgd::ps::CollectiveError("--virtual runs in one process: start it without mpiexec");
   if (!distributed) asgd::check(cfg);
   if (dry_run) {
     asgd::check(cfg);
@@ -294,8 +294,8 @@ int cmd_train(const asgd::TrainConfig& cfg, bool dry_run, const asgd::dist::Trai
   }
   KokkosScope kokkos;
   const auto out = cfg.virtual_learners ? asgd::sim::train_virtual(cfg, opt)
-                   : distributed         ? asgd::dist::train_mpi(cfg, MPI_COMM_WORLD, opt)
-                                         : asgd::dist::train_single(cfg, opt);
+                   : distributed         ? asgd::ps::train_mpi(cfg, MPI_COMM_WORLD, opt)
+                                         : asgd::ps::train_single(cfg, opt);
   if (world_rank() != 0) return 0;
   const auto& r = out.result;
   if (out.skipped) {
@@ -424,7 +424,7 @@ int cmd_info(bool as_json, int threads) {
     for (int d = 0; d < asgd::gpu::device_count(); ++d)
       gpus += (gpus.empty() ? "" : "; ") + asgd::gpu::device_info(d).describe();
   if (as_json) {  // the machine record every results file holds, for a site to file
-    auto j = nlohmann::json::parse(asgd::machine_json(info, {1, threads, {info.host}, asgd::dist::mpi_library_version(), gpus}));
+    auto j = nlohmann::json::parse(asgd::machine_json(info, {1, threads, {info.host}, asgd::ps::mpi_library_version(), gpus}));
     j["asgd_commit"] = info.git_commit;
     j["hdf5"] = asgd::io::hdf5_version();
     fmt::print("{}\n", j.dump(2));
@@ -436,7 +436,7 @@ int cmd_info(bool as_json, int threads) {
              info.git_commit, info.host, info.cpu_model, info.cpus_online, info.cpus_allowed,
              fmt::join(info.cpu_flags, " "), info.mem_total_bytes / 1073741824.0,
              info.mem_available_bytes / 1073741824.0, info.load1, info.load5, info.load15,
-             info.kokkos_version, info.kokkos_concurrency, info.blas, asgd::dist::mpi_library_version(),
+             info.kokkos_version, info.kokkos_concurrency, info.blas, asgd::ps::mpi_library_version(),
              asgd::io::hdf5_version(), info.os, info.kernel);
   if (!asgd::gpu::built_with_cuda()) {
     fmt::print("  CUDA    not built (cmake --preset cuda for --device cuda)\n");
@@ -496,7 +496,7 @@ int main(int argc, char** argv) {
   add_train_options(*train, cfg);
   train->add_flag("--dry-run", dry_run, "Validate and print the resolved configuration, run nothing");
   train->add_flag("-q,--quiet", quiet, "No progress lines");
-  asgd::dist::TrainOptions train_opt;
+  asgd::ps::TrainOptions train_opt;
   train->add_option("--progress-every", train_opt.progress_every_s, "Seconds between progress lines")
       ->capture_default_str()
       ->check(finite_in(0, 1e9));
@@ -670,13 +670,13 @@ int main(int argc, char** argv) {
       const auto h = asgd::report::history(hopt);
       return hist_fail && h.latest_regressions > 0 ? 1 : 0;
     }
-  } catch (const asgd::dist::CollectiveError& e) {
+  } catch (const asgd::ps::CollectiveError& e) {
     // every rank found the same problem: one line, from rank 0
     if (world_rank() == 0) print_error("error", e.what());
     return kExitBadInput;
-  } catch (const asgd::dist::ReportedElsewhere&) {
+  } catch (const asgd::ps::ReportedElsewhere&) {
     return kExitBadInput;
-  } catch (const asgd::dist::SetupFailed& e) {
+  } catch (const asgd::ps::SetupFailed& e) {
     print_error("error", e.what());
     return kExitBadInput;
   } catch (const asgd::Error& e) {

@@ -13,13 +13,13 @@
 
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
-#include "dist/shard_core.hpp"
-#include "dist/shared.hpp"
+#include "ps/shard_core.hpp"
+#include "ps/shared.hpp"
 
 namespace asgd::sim {
 
 namespace fs = std::filesystem;
-using namespace dist::detail;
+using namespace ps::detail;
 
 namespace {
 
@@ -30,7 +30,7 @@ class Timing {
   Timing(const TrainConfig& cfg, double compute_s, double comm_s)
       : cfg_(cfg), compute_s_(compute_s), comm_s_(comm_s) {
     for (int l = 0; l < cfg.learners; ++l)
-      rng_.emplace_back(dist::detail::mix(cfg.seed ^ 0x7153, static_cast<std::uint64_t>(l)));
+      rng_.emplace_back(ps::detail::mix(cfg.seed ^ 0x7153, static_cast<std::uint64_t>(l)));
   }
   double compute(int l) {
     double t = compute_s_;
@@ -87,8 +87,8 @@ struct Event {
 
 }  // namespace
 
-dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOptions& opt) {
-  dist::TrainOutcome out;
+ps::TrainOutcome train_virtual(const TrainConfig& cfg, const ps::TrainOptions& opt) {
+  ps::TrainOutcome out;
   const io::RunLock lock = lock_run(cfg);
   if (finished_already(cfg, out)) return out;
   RunSetup run = load_run(cfg);
@@ -149,7 +149,7 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
   // clock, at the model's compute time each, before the learners start.
   const double warm_s = cfg.warm_steps > 0 ? static_cast<double>(cfg.warm_steps) * compute_s : 0.0;
 
-  dist::ShardCore core(cfg, P, L, data.train.n);
+  ps::ShardCore core(cfg, P, L, data.train.n);
   Kokkos::deep_copy(core.weights(), model.params());
   std::vector<Learner> learners(static_cast<std::size_t>(L));
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue;
@@ -229,7 +229,7 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
         const double epoch = static_cast<double>(st.epoch) +
                              static_cast<double>(st.batch) /
                                  static_cast<double>(ln.sampler->batches_per_epoch());
-        kernels::sgd_update<nn::Space>(P, static_cast<real_t>(dist::scheduled_lr(cfg, epoch)),
+        kernels::sgd_update<nn::Space>(P, static_cast<real_t>(ps::scheduled_lr(cfg, epoch)),
                                        static_cast<real_t>(cfg.momentum),
                                        static_cast<real_t>(cfg.weight_decay), model.grads(), ln.inc,
                                        model.params());
@@ -301,7 +301,7 @@ dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOption
   }
   res.summary.train_time_s = now;
   res.summary.epochs = core.epoch();
-  dist::summarise(res, cfg.target_error);
+  ps::summarise(res, cfg.target_error);
   io::write_results(out.paths.results, res);
   // The final weights, as a checkpoint (for warm starts and comparisons).
   io::Checkpoint ck;

@@ -4,13 +4,13 @@
 // ordered by an event queue on a virtual clock. Gradients are computed for
 // real on the stale weights each learner holds; only the timeline is a model
 // (minibatch compute time and push/pull time drawn per learner from the
-// timing model). The server applies dist::UpdateRule with the same kernels as
+// timing model). The server applies ps::UpdateRule with the same kernels as
 // the MPI server. Deterministic for a seed: bit-identical result datasets.
 #include "common/config.hpp"
-#include "dist/trainer.hpp"
+#include "ps/trainer.hpp"
 
 namespace asgd::sim {
 
-dist::TrainOutcome train_virtual(const TrainConfig& cfg, const dist::TrainOptions& opt = {});
+ps::TrainOutcome train_virtual(const TrainConfig& cfg, const ps::TrainOptions& opt = {});
 
 }  // namespace asgd::sim

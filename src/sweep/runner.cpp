@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "common/error.hpp"
-#include "dist/shared.hpp"
+#include "ps/shared.hpp"
 #include "io/results.hpp"
 #include "io/run_lock.hpp"
 
@@ -328,9 +328,9 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
     const double mean = busy_s / static_cast<double>(finished);
     const double eta = mean * static_cast<double>(todo.size() - finished) / std::max(1, opt.jobs);
     fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished, todo.size(), r.run_id,
-               state, dist::detail::fmt_duration(took),
-               dist::detail::fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
-               dist::detail::fmt_duration(eta),
+               state, ps::detail::fmt_duration(took),
+               ps::detail::fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
+               ps::detail::fmt_duration(eta),
                code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p.logs, r.run_id) : "");
     std::fflush(stdout);
   }

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "dist/transport.hpp"
+#include "ps/transport.hpp"
 
 namespace {
 
-using asgd::dist::PushHeader;
-using asgd::dist::ReplyHeader;
+using asgd::ps::PushHeader;
+using asgd::ps::ReplyHeader;
 using Clock = std::chrono::steady_clock;
 
 double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
@@ -43,7 +43,7 @@ double plain(std::vector<float>& buf, int iters, MPI_Comm comm, int rank) {
 // Seconds per push + pull with the training code's messages and waits.
 double ours(std::vector<float>& grad, std::vector<float>& weights, int iters, MPI_Comm comm,
             int rank) {
-  using namespace asgd::dist;
+  using namespace asgd::ps;
   const auto n = static_cast<asgd::index_t>(grad.size());
   MPI_Barrier(comm);
   const double t0 = now();

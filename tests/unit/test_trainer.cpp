@@ -9,14 +9,14 @@
 #include <iterator>
 
 #include "common/config.hpp"
-#include "dist/shard_core.hpp"
-#include "dist/trainer.hpp"
+#include "ps/shard_core.hpp"
+#include "ps/trainer.hpp"
 #include "io/results.hpp"
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 using asgd::TrainConfig;
-using asgd::dist::train_single;
+using asgd::ps::train_single;
 
 namespace {
 
@@ -55,7 +55,7 @@ class Trainer : public ::testing::Test {
     return {std::istreambuf_iterator<char>(in), {}};
   }
   fs::path dir_;
-  asgd::dist::TrainOptions quiet_{true, 2.0, 0};
+  asgd::ps::TrainOptions quiet_{true, 2.0, 0};
 };
 
 }  // namespace
@@ -85,7 +85,7 @@ TEST_F(Trainer, ResumeFromCheckpointEqualsAnUninterruptedRun) {
   c.run_id = "killed";
   auto opt = quiet_;
   opt.abort_after = 25;  // dies after update 25; the last checkpoint is at 20
-  EXPECT_THROW(train_single(c, opt), asgd::dist::Aborted);
+  EXPECT_THROW(train_single(c, opt), asgd::ps::Aborted);
   EXPECT_FALSE(fs::exists(dir_ / "t" / "runs" / "killed.h5"));
   ASSERT_TRUE(fs::exists(dir_ / "t" / "checkpoints" / "killed.h5"));
   EXPECT_EQ(asgd::io::read_checkpoint((dir_ / "t" / "checkpoints" / "killed.h5").string()).clock, 20);
@@ -143,7 +143,7 @@ TEST_F(Trainer, CheckpointOfAnotherConfigurationIsRefused) {
   c.checkpoint_every = 10;
   auto opt = quiet_;
   opt.abort_after = 15;
-  EXPECT_THROW(train_single(c, opt), asgd::dist::Aborted);
+  EXPECT_THROW(train_single(c, opt), asgd::ps::Aborted);
   c.lr = 0.01;  // same run id, other numerics
   try {
     train_single(c, quiet_);
@@ -231,9 +231,9 @@ TEST(Schedule, StepScheduleMultipliesAtEachStep) {
   c.lr = 0.1;
   c.lr_steps = {2, 4};
   c.lr_gamma = 0.1;
-  EXPECT_DOUBLE_EQ(asgd::dist::scheduled_lr(c, 0), 0.1);
-  EXPECT_DOUBLE_EQ(asgd::dist::scheduled_lr(c, 2.5), 0.1 * 0.1);
-  EXPECT_NEAR(asgd::dist::scheduled_lr(c, 4), 0.1 * 0.1 * 0.1, 1e-15);
+  EXPECT_DOUBLE_EQ(asgd::ps::scheduled_lr(c, 0), 0.1);
+  EXPECT_DOUBLE_EQ(asgd::ps::scheduled_lr(c, 2.5), 0.1 * 0.1);
+  EXPECT_NEAR(asgd::ps::scheduled_lr(c, 4), 0.1 * 0.1 * 0.1, 1e-15);
 }
 
 // The staleness factor scales a learner's whole step, weight decay included:
@@ -249,13 +249,13 @@ TEST(ShardCore, StalenessRateScalesWeightDecayToo) {
     cfg.lr = 0.1;
     cfg.momentum = 0;
     cfg.weight_decay = 0.5;
-    asgd::dist::ShardCore core(cfg, 4, 2, 1000);
+    asgd::ps::ShardCore core(cfg, 4, 2, 1000);
     Kokkos::deep_copy(core.weights(), 1.0f);
     Kokkos::deep_copy(core.inbox(), 0.0f);
     double want = 1;
     const std::int64_t taus[] = {0, 1, 2};
     for (int i = 0; i < 3; ++i) {
-      asgd::dist::Arrival a;
+      asgd::ps::Arrival a;
       a.learner = i % 2;
       a.timestamp = core.clock() - taus[i];
       a.samples = 1;
@@ -290,7 +290,7 @@ TEST(ShardCore, UpdateRuleClosedFormEveryPolicy) {
       cfg.momentum = 0;
       cfg.weight_decay = 0;
       const int len = 5;
-      asgd::dist::ShardCore core(cfg, len, 2, 1000000);
+      asgd::ps::ShardCore core(cfg, len, 2, 1000000);
       ASSERT_EQ(core.rule().gradients_per_update(), c);
       Kokkos::deep_copy(core.weights(), 1.0f);
       std::vector<double> want(len, 1.0);
@@ -311,7 +311,7 @@ TEST(ShardCore, UpdateRuleClosedFormEveryPolicy) {
           fsum += f;
           mean += static_cast<double>(taus[i]) / static_cast<double>(taus.size());
           for (int j = 0; j < len; ++j) step[j] += f * in(j);
-          asgd::dist::Arrival a;
+          asgd::ps::Arrival a;
           a.learner = static_cast<int>(i);
           a.timestamp = core.clock() - taus[i];
           a.samples = 1;

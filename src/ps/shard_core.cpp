@@ -1,13 +1,13 @@
-#include "dist/shard_core.hpp"
+#include "ps/shard_core.hpp"
 
 #include <KokkosBlas1_axpby.hpp>
 #include <KokkosBlas1_scal.hpp>
 
 #include <cmath>
 
-#include "dist/trainer.hpp"
+#include "ps/trainer.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t n_train)
     : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train) {
@@ -131,4 +131,4 @@ void ShardCore::restore(const io::Checkpoint& ck) {
     }
 }
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

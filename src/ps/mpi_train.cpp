@@ -1,4 +1,4 @@
-#include "dist/mpi_train.hpp"
+#include "ps/mpi_train.hpp"
 
 #include <KokkosBlas1_axpby.hpp>
 #include <fmt/format.h>
@@ -14,14 +14,14 @@
 #include <optional>
 
 #include "common/blas_env.hpp"
-#include "dist/mpi_util.hpp"
-#include "dist/protocol.hpp"
-#include "dist/shard_core.hpp"
-#include "dist/shared.hpp"
-#include "dist/transport.hpp"
+#include "ps/mpi_util.hpp"
+#include "ps/protocol.hpp"
+#include "ps/shard_core.hpp"
+#include "ps/shared.hpp"
+#include "ps/transport.hpp"
 #include "io/run_lock.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 namespace fs = std::filesystem;
 using namespace detail;
@@ -922,4 +922,4 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   return out;
 }
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

@@ -7,7 +7,7 @@
 #include "common/config.hpp"
 #include "io/results.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 struct RunPaths {
   std::string results;     // <results_dir>/<suite>/runs/<run-id>.h5
@@ -50,4 +50,4 @@ double scheduled_lr(const TrainConfig& cfg, double epoch);
 // Fills summary fields (final/best error, time to target) from the series.
 void summarise(io::RunResult& r, double target_error);
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

@@ -9,9 +9,9 @@
 #include <cstdint>
 
 #include "common/types.hpp"
-#include "dist/mpi_util.hpp"
+#include "ps/mpi_util.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 // Message tags. A push or reply is a fixed header followed (same source and
 // tag order, MPI's non-overtaking rule) by a float payload of one shard.
@@ -70,4 +70,4 @@ inline MPI_Request irecv_floats(real_t* p, index_t n, int src, int tag, MPI_Comm
   return r;
 }
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

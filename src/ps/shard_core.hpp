@@ -1,7 +1,7 @@
 #pragma once
 // The numerics and bookkeeping of one parameter-server shard, independent of
 // any transport: staleness stamping, per-gradient rate factors, the update
-// (dist::UpdateRule + the fused SGD kernel), the clock, the per-update series,
+// (ps::UpdateRule + the fused SGD kernel), the clock, the per-update series,
 // the staleness histogram and per-learner counts. The MPI server feeds it
 // gradients that arrive over MPI; the virtual server feeds it gradients from
 // its event queue. One implementation, so both apply identical numerics.
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "dist/protocol.hpp"
+#include "ps/protocol.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 struct Arrival {
   int learner = 0;
@@ -81,4 +81,4 @@ class ShardCore {
   io::RunResult series_;
 };
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

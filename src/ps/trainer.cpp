@@ -1,6 +1,6 @@
-#include "dist/trainer.hpp"
+#include "ps/trainer.hpp"
 
-#include "dist/shared.hpp"
+#include "ps/shared.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -21,7 +21,7 @@
 #include "data/dataset.hpp"
 #include "nn/model.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 namespace fs = std::filesystem;
 
@@ -462,4 +462,4 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt) {
   return out;
 }
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

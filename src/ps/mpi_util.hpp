@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 // Throws asgd::Error("MPI <what> failed: <MPI error string>") unless rc == MPI_SUCCESS.
 void mpi_check(int rc, const char* what);
@@ -86,4 +86,4 @@ std::string mpi_library_version();
 // ASGD_CUDA_AWARE=0 turns it off.
 bool mpi_cuda_aware();
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

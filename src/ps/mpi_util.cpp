@@ -1,4 +1,4 @@
-#include "dist/mpi_util.hpp"
+#include "ps/mpi_util.hpp"
 
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI: MPIX_CUDA_AWARE_SUPPORT
@@ -14,7 +14,7 @@
 #include <random>
 #include <thread>
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -195,4 +195,4 @@ bool mpi_cuda_aware() {
 #endif
 }
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

@@ -8,14 +8,14 @@
 
 #include "common/config.hpp"
 #include "common/runinfo.hpp"
-#include "dist/trainer.hpp"
+#include "ps/trainer.hpp"
 #include "data/dataset.hpp"
 #include "gpu/gpu.hpp"
 #include "io/results.hpp"
 #include "io/run_lock.hpp"
 #include "nn/model.hpp"
 
-namespace asgd::dist::detail {
+namespace asgd::ps::detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -70,4 +70,4 @@ void load_warm_start(const TrainConfig& cfg, nn::Model& model);
 // own sample stream). Returns the seconds it took.
 double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& train);
 
-}  // namespace asgd::dist::detail
+}  // namespace asgd::ps::detail

@@ -1,39 +1,46 @@
 #pragma once
-// The server's rule for each protocol, independent of the transport: how many
-// gradients make an update (c), whether replies wait for the update (the
-// hardsync barrier), whether pushes are weight deltas (nsync), and the
-// learning-rate factor of each gradient from its staleness. Used by the MPI
-// server and (later) the virtual one, so both apply identical numerics.
+// The server's rule for a run: its protocol and learning-rate policy (the
+// registered types of src/protocol, built once from the configuration), used
+// by the MPI server, the MPI learner and the virtual ones alike.
 //
 // g = final_scale(taus) * sum_l factor(tau_l) * grad_l, r = final_scale(taus) *
 // sum_l factor(tau_l) (the update's mean rate factor), then
 // inc = momentum*inc - alpha0*(g + r*wd*w); w += inc: each learner's step of the
 // regularised objective, weight decay included, is scaled by its rate.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "common/config.hpp"
+#include "protocol/protocol.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 class UpdateRule {
  public:
   explicit UpdateRule(const TrainConfig& cfg);
+  UpdateRule(UpdateRule&&) noexcept = default;
+  ~UpdateRule();
   // c: hardsync lambda, softsync floor(lambda / n), nsync 1 (each delta applies alone).
   int gradients_per_update() const { return c_; }
   bool barrier() const { return barrier_; }
+  // Pushes are weight deltas over local_steps() minibatches (nsync).
   bool delta() const { return delta_; }
+  int local_steps() const { return local_steps_; }
   // Per-gradient factor rate(tau)/alpha0: staleness -> 1/tau for tau > 0, else 1.
-  double factor(std::int64_t tau) const;
+  double factor(std::int64_t tau) const { return policy_->factor(tau); }
   // 1/c, and for mean-staleness also 1/mean(tau) when that mean is > 0.
-  double final_scale(std::span<const std::int64_t> taus) const;
-  const std::string& protocol() const { return protocol_; }
+  double final_scale(std::span<const std::int64_t> taus) const {
+    return policy_->final_scale(taus.data(), taus.size());
+  }
+  const protocol::Protocol& protocol() const { return *protocol_; }
 
  private:
-  std::string protocol_, policy_;
-  int c_ = 1;
+  std::unique_ptr<protocol::Protocol> protocol_;
+  std::unique_ptr<protocol::RatePolicy> policy_;
+  int c_ = 1, local_steps_ = 1;
   bool barrier_ = false, delta_ = false;
 };
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

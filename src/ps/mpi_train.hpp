@@ -3,7 +3,7 @@
 // servers, each owning a contiguous shard of the flat parameter buffer; ranks
 // S..S+L-1 are learners. Protocols (hardsync, n-softsync, GPU A-SGD's n_sync)
 // and learning-rate policies follow DESIGN.md; the server rule is
-// dist::UpdateRule, the transport is MPI point-to-point.
+// ps::UpdateRule, the transport is MPI point-to-point.
 //
 // Server rank 0 evaluates, decides when to stop, and writes the results file;
 // every server checkpoints its shard. Killing all ranks and re-running the
@@ -11,9 +11,9 @@
 #include <mpi.h>
 
 #include "common/config.hpp"
-#include "dist/trainer.hpp"
+#include "ps/trainer.hpp"
 
-namespace asgd::dist {
+namespace asgd::ps {
 
 // An error every rank detects identically (bad config, wrong rank count):
 // rank 0 reports it, every rank exits with the same code, no MPI_Abort.
@@ -34,4 +34,4 @@ struct ReportedElsewhere : Error {
 // rank 0 (the writer); other ranks return with an empty result.
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm comm, const TrainOptions& opt = {});
 
-}  // namespace asgd::dist
+}  // namespace asgd::ps

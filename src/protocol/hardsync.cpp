@@ -1,0 +1,28 @@
+// hardsync: every learner's gradient makes one update (c = L), and no learner
+// gets new weights before it (the barrier). Equivalent to one learner with
+// batch L x mu.
+#include "protocol/protocols.hpp"
+
+namespace asgd::protocol {
+namespace {
+
+class Hardsync final : public Protocol {
+ public:
+  explicit Hardsync(const TrainConfig& cfg) : c_(cfg.learners) {}
+  const char* name() const override { return "hardsync"; }
+  int gradients_per_update() const override { return c_; }
+  bool barrier() const override { return true; }
+
+ private:
+  int c_;
+};
+
+}  // namespace
+
+Entry<Protocol> hardsync_entry() {
+  return {"hardsync", "synchronous: all L gradients make one update, behind a barrier",
+          [](const TrainConfig&, std::vector<std::string>&) {},
+          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Hardsync>(cfg); }};
+}
+
+}  // namespace asgd::protocol

@@ -1,0 +1,54 @@
+#pragma once
+// A protocol: how learners and server shards exchange. A type per protocol,
+// registered by name (registry.hpp) and built once from the configuration, so
+// nothing compares protocol names while training. The MPI core and the virtual
+// learners ask the same object, so both run the same protocol.
+//
+// Hooks (defaults fit an asynchronous parameter server):
+//   gradients_per_update  pushes the server combines into one update (c)
+//   barrier               replies to an update's learners wait for that update
+//   push                  what a learner pushes: its gradient, or the change of its
+//                         weights over local_steps() minibatches (weights delta)
+//   local_steps           minibatches a learner computes per exchange
+//   uses_servers          whether the run has server ranks at all (an allreduce
+//                         protocol has none)
+//   may_reply             whether a shard may answer a learner whose clock is
+//                         `learner_clock` while the slowest learner is at `slowest`
+//                         (a bounded-staleness protocol holds the fast one back)
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/config.hpp"
+
+namespace asgd::protocol {
+
+enum class Push { gradient, weights_delta };
+
+class Protocol {
+ public:
+  virtual ~Protocol() = default;
+  virtual const char* name() const = 0;
+  virtual int gradients_per_update() const = 0;
+  virtual bool barrier() const { return false; }
+  virtual Push push() const { return Push::gradient; }
+  virtual int local_steps() const { return 1; }
+  virtual bool uses_servers() const { return true; }
+  virtual bool may_reply(std::int64_t /*learner_clock*/, std::int64_t /*slowest*/) const { return true; }
+  // Its parameters for progress lines: "", " n=2 (c=4)", " n_sync=10".
+  virtual std::string describe() const { return ""; }
+};
+
+// The learning-rate factor of each gradient from its staleness tau, and the
+// scale of an update of c gradients: g = final_scale(taus) * sum factor(tau_l) * g_l.
+class RatePolicy {
+ public:
+  virtual ~RatePolicy() = default;
+  virtual const char* name() const = 0;
+  // rate(tau) / alpha0 for one gradient.
+  virtual double factor(std::int64_t /*tau*/) const { return 1.0; }
+  // 1/c by default (the mean of the c gradients).
+  virtual double final_scale(const std::int64_t* taus, std::size_t n) const;
+};
+
+}  // namespace asgd::protocol

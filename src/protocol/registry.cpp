@@ -1,0 +1,77 @@
+#include "protocol/registry.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "protocol/protocols.hpp"
+
+namespace asgd::protocol {
+
+// The registry: one line per type.
+const std::vector<Entry<Protocol>>& protocols() {
+  static const std::vector<Entry<Protocol>> all{hardsync_entry(), softsync_entry(), nsync_entry()};
+  return all;
+}
+
+const std::vector<Entry<RatePolicy>>& rate_policies() {
+  static const std::vector<Entry<RatePolicy>> all{constant_entry(), staleness_entry(),
+                                                  mean_staleness_entry()};
+  return all;
+}
+
+namespace {
+
+template <class T>
+std::vector<std::string> names(const std::vector<Entry<T>>& entries) {
+  std::vector<std::string> out;
+  for (const auto& e : entries) out.emplace_back(e.name);
+  return out;
+}
+
+template <class T>
+const Entry<T>* find(const std::vector<Entry<T>>& entries, const std::string& name) {
+  for (const auto& e : entries)
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+template <class T>
+std::unique_ptr<T> make(const std::vector<Entry<T>>& entries, const std::string& name,
+                        const TrainConfig& cfg, const char* what) {
+  const Entry<T>* e = find(entries, name);
+  if (!e)
+    throw Error(fmt::format("{} '{}' unknown ({})", what, shorten(name),
+                            fmt::join(names(entries), ", ")));
+  std::vector<std::string> problems;
+  e->check(cfg, problems);
+  if (!problems.empty()) throw Error(problems.front());
+  return e->make(cfg);
+}
+
+}  // namespace
+
+std::vector<std::string> protocol_names() { return names(protocols()); }
+std::vector<std::string> rate_policy_names() { return names(rate_policies()); }
+
+void check(const TrainConfig& cfg, std::vector<std::string>& problems) {
+  if (const auto* p = find(protocols(), cfg.protocol))
+    p->check(cfg, problems);
+  else
+    problems.push_back(fmt::format("protocol '{}' unknown ({})", shorten(cfg.protocol),
+                                   fmt::join(protocol_names(), ", ")));
+  if (const auto* r = find(rate_policies(), cfg.lr_policy))
+    r->check(cfg, problems);
+  else
+    problems.push_back(fmt::format("lr policy '{}' unknown ({})", shorten(cfg.lr_policy),
+                                   fmt::join(rate_policy_names(), ", ")));
+}
+
+std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg) {
+  return make(protocols(), cfg.protocol, cfg, "protocol");
+}
+
+std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg) {
+  return make(rate_policies(), cfg.lr_policy, cfg, "lr policy");
+}
+
+}  // namespace asgd::protocol

@@ -1,0 +1,37 @@
+#pragma once
+// Protocols and learning-rate policies by name. Adding one is a new file with
+// its type and a line in registry.cpp's table.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "protocol/protocol.hpp"
+
+namespace asgd::protocol {
+
+// A registered type: its name, one line for help texts and the README, the
+// checks of the options it reads (one message per problem, appended), and its
+// factory (called after check() found no problem).
+template <class T>
+struct Entry {
+  const char* name;
+  const char* summary;
+  void (*check)(const TrainConfig&, std::vector<std::string>&);
+  std::unique_ptr<T> (*make)(const TrainConfig&);
+};
+
+const std::vector<Entry<Protocol>>& protocols();
+const std::vector<Entry<RatePolicy>>& rate_policies();
+std::vector<std::string> protocol_names();
+std::vector<std::string> rate_policy_names();
+
+// Appends one message per problem: an unknown protocol or policy (naming the
+// known ones) and the chosen protocol's own checks.
+void check(const TrainConfig& cfg, std::vector<std::string>& problems);
+
+// Built once per run; throw asgd::Error on a name or option check() refuses.
+std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg);
+std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg);
+
+}  // namespace asgd::protocol
