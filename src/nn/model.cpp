@@ -19,8 +19,6 @@ View slice(const View& v, index_t offset, index_t len) {
   return Kokkos::subview(v, std::make_pair(offset, offset + len));
 }
 
-std::string shape_str(Shape s) { return fmt::format("{}x{}x{}", s.h, s.w, s.c); }
-
 // Box-Muller on 53-bit uniforms from mt19937_64, whose output sequence the
 // standard fixes, so initial weights are identical on every platform.
 class NormalRng {
@@ -72,26 +70,13 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 class Conv final : public Layer {
  public:
-  Conv(std::string name, Shape in, index_t f, index_t kk, index_t stride, index_t pad, Init init)
-      : Layer(std::move(name), in), f_(f), init_(std::move(init)) {
-    if (f < 1) throw Error(fmt::format("{}: filters must be >= 1, got {}", name_, f));
-    win_ = k::conv_window(0, in.h, in.w, in.c, kk, stride, pad);
-    out_ = {win_.oh, win_.ow, f};
-  }
-  std::string kind() const override { return "conv"; }
+  explicit Conv(const LayerSpec& s)
+      : Layer(s), f_(s.units),
+        win_(k::conv_window(0, s.in.h, s.in.w, s.in.c, s.k, s.stride, s.pad)) {}
   std::string describe() const override {
     return fmt::format("conv {}x{} s{} p{} -> {}", win_.kh, win_.kw, win_.stride, win_.pad, f_);
   }
-  LayerSpec spec() const override {
-    LayerSpec s = Layer::spec();
-    s.units = f_;
-    s.k = win_.kh;
-    s.stride = win_.stride;
-    s.pad = win_.pad;
-    return s;
-  }
   index_t k_len() const { return win_.kh * win_.kw * win_.c; }
-  index_t n_params() const override { return k_len() * f_ + f_; }
   void bind(const View& p, const View& g) override {
     w_ = slice(p, 0, k_len() * f_);
     b_ = slice(p, k_len() * f_, f_);
@@ -99,7 +84,7 @@ class Conv final : public Layer {
     db_ = slice(g, k_len() * f_, f_);
   }
   void init(std::uint64_t seed, real_t* host) const override {
-    fill_weights(init_, seed, k_len(), win_.kh * win_.kw * f_, host, k_len() * f_,
+    fill_weights(spec_.init, seed, k_len(), win_.kh * win_.kw * f_, host, k_len() * f_,
                  host + k_len() * f_, f_);
   }
   // The im2col matrix of a whole batch is tens of MB; on the host it is built
@@ -125,7 +110,7 @@ class Conv final : public Layer {
   void forward(index_t n, const View& x, const View& y, const Context&) override {
     for (index_t s0 = 0; s0 < n; s0 += chunk_) {
       const k::Window g = chunk(s0, n);
-      const View xs = at(x, s0, in_.size(), g.n), ys = at(y, s0, out_.size(), g.n);
+      const View xs = at(x, s0, in_size(), g.n), ys = at(y, s0, out_size(), g.n);
       if (rows_path_)
         k::conv2d_forward_rows<Space>(g, f_, xs, w_, b_, col_, ys);
       else
@@ -135,9 +120,9 @@ class Conv final : public Layer {
   void backward(index_t n, const View& x, const View&, const View& dy, const View& dx) override {
     for (index_t s0 = 0; s0 < n; s0 += chunk_) {
       const k::Window g = chunk(s0, n);
-      const View xs = at(x, s0, in_.size(), g.n);
-      const View dys = at(dy, s0, out_.size(), g.n);
-      const View dxs = dx.data() ? at(dx, s0, in_.size(), g.n) : View();
+      const View xs = at(x, s0, in_size(), g.n);
+      const View dys = at(dy, s0, out_size(), g.n);
+      const View dxs = dx.data() ? at(dx, s0, in_size(), g.n) : View();
       if (rows_path_) {
         if (n > chunk_) k::im2row<Space>(g, xs, col_);  // else col_ still holds this batch
         k::conv2d_backward_rows<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_);
@@ -168,7 +153,6 @@ class Conv final : public Layer {
   index_t chunk_ = 1;
   bool rows_path_ = false;
   index_t f_;
-  Init init_;
   k::Window win_;
   bool need_dx_ = true;
   View w_, b_, dw_, db_, col_, dcol_, ones_;
@@ -176,21 +160,10 @@ class Conv final : public Layer {
 
 class Dense final : public Layer {
  public:
-  Dense(std::string name, Shape in, index_t m, Init init)
-      : Layer(std::move(name), in), m_(m), init_(std::move(init)) {
-    if (m < 1) throw Error(fmt::format("{}: outputs must be >= 1, got {}", name_, m));
-    out_ = {1, 1, m};
-  }
-  std::string kind() const override { return "dense"; }
-  std::string describe() const override { return fmt::format("dense {} -> {}", in_.size(), m_); }
-  LayerSpec spec() const override {
-    LayerSpec s = Layer::spec();
-    s.units = m_;
-    return s;
-  }
-  index_t n_params() const override { return in_.size() * m_ + m_; }
+  explicit Dense(const LayerSpec& s) : Layer(s), m_(s.units) {}
+  std::string describe() const override { return fmt::format("dense {} -> {}", in_size(), m_); }
   void bind(const View& p, const View& g) override {
-    const index_t nw = in_.size() * m_;
+    const index_t nw = in_size() * m_;
     w_ = slice(p, 0, nw);
     b_ = slice(p, nw, m_);
     dw_ = slice(g, 0, nw);
@@ -199,9 +172,9 @@ class Dense final : public Layer {
   void init(std::uint64_t seed, real_t* host) const override {
     // Drawn in [K, M] order (the layout before 2026-11) and stored [M, K], so
     // a seed gives the same network as it always did.
-    const index_t k = in_.size(), nw = k * m_;
+    const index_t k = in_size(), nw = k * m_;
     std::vector<real_t> km(static_cast<std::size_t>(nw));
-    fill_weights(init_, seed, k, m_, km.data(), nw, host + nw, m_);
+    fill_weights(spec_.init, seed, k, m_, km.data(), nw, host + nw, m_);
     for (index_t i = 0; i < k; ++i)
       for (index_t j = 0; j < m_; ++j) host[j * k + i] = km[static_cast<std::size_t>(i * m_ + j)];
   }
@@ -210,13 +183,13 @@ class Dense final : public Layer {
     Kokkos::deep_copy(ones_, real_t(1));
   }
   void forward(index_t n, const View& x, const View& y, const Context&) override {
-    k::dense_forward<Space>(n, in_.size(), m_, x, w_, b_, y);
+    k::dense_forward<Space>(n, in_size(), m_, x, w_, b_, y);
   }
   void backward(index_t n, const View& x, const View&, const View& dy, const View& dx) override {
-    k::dense_backward<Space>(n, in_.size(), m_, x, w_, dy, dx, dw_, db_, ones_);
+    k::dense_backward<Space>(n, in_size(), m_, x, w_, dy, dx, dw_, db_, ones_);
   }
   double flops_forward(index_t n) const override {
-    return 2.0 * static_cast<double>(n * in_.size() * m_);
+    return 2.0 * static_cast<double>(n * in_size() * m_);
   }
   double flops_backward(index_t n, bool with_dx) const override {
     return flops_forward(n) * (with_dx ? 2 : 1);
@@ -224,29 +197,18 @@ class Dense final : public Layer {
 
  private:
   index_t m_;
-  Init init_;
   View w_, b_, dw_, db_, ones_;
 };
 
 class Pool final : public Layer {
  public:
-  Pool(std::string name, Shape in, index_t kk, index_t stride, bool max)
-      : Layer(std::move(name), in), max_(max) {
-    win_ = k::pool_window(0, in.h, in.w, in.c, kk, stride);
-    out_ = {win_.oh, win_.ow, in.c};
-  }
-  std::string kind() const override { return max_ ? "maxpool" : "avgpool"; }
+  Pool(const LayerSpec& s, bool max)
+      : Layer(s), max_(max), win_(k::pool_window(0, s.in.h, s.in.w, s.in.c, s.k, s.stride)) {}
   std::string describe() const override {
     return fmt::format("{} {}x{} s{}", kind(), win_.kh, win_.kw, win_.stride);
   }
-  LayerSpec spec() const override {
-    LayerSpec s = Layer::spec();
-    s.k = win_.kh;
-    s.stride = win_.stride;
-    return s;
-  }
   void reserve(index_t batch) override {
-    if (max_) argmax_ = IView("asgd::maxpool::argmax", batch * out_.size());
+    if (max_) argmax_ = IView("asgd::maxpool::argmax", batch * out_size());
   }
   void forward(index_t n, const View& x, const View& y, const Context&) override {
     k::Window g = win_;
@@ -266,7 +228,7 @@ class Pool final : public Layer {
       k::avgpool_backward<Space>(g, dy, dx);
   }
   double flops_forward(index_t n) const override {
-    return static_cast<double>(n * out_.size() * win_.kh * win_.kw);
+    return static_cast<double>(n * out_size() * win_.kh * win_.kw);
   }
 
  private:
@@ -277,29 +239,23 @@ class Pool final : public Layer {
 
 class Lrn final : public Layer {
  public:
-  Lrn(std::string name, Shape in, k::LrnParams p) : Layer(std::move(name), in), p_(p) {
-    k::check_lrn(p_);
-    p_.h = in.h;
-    p_.w = in.w;
-    p_.c = in.c;
+  explicit Lrn(const LayerSpec& s) : Layer(s) {
+    p_.size = s.size;
+    p_.alpha = s.alpha;
+    p_.beta = s.beta;
+    p_.k = s.k_const;
+    p_.cross_map = s.cross_map;
+    p_.h = s.in.h;
+    p_.w = s.in.w;
+    p_.c = s.in.c;
   }
-  std::string kind() const override { return "lrn"; }
   std::string describe() const override {
     return fmt::format("lrn {} size {} a={} b={} k={}", p_.cross_map ? "cross-map" : "same-map",
                        p_.size, p_.alpha, p_.beta, p_.k);
   }
-  LayerSpec spec() const override {
-    LayerSpec s = Layer::spec();
-    s.size = p_.size;
-    s.alpha = p_.alpha;
-    s.beta = p_.beta;
-    s.k_const = p_.k;
-    s.cross_map = p_.cross_map;
-    return s;
-  }
   void reserve(index_t batch) override {
-    denom_ = View("asgd::lrn::denom", batch * in_.size());
-    t_ = View("asgd::lrn::t", batch * in_.size());
+    denom_ = View("asgd::lrn::denom", batch * in_size());
+    t_ = View("asgd::lrn::t", batch * in_size());
   }
   void forward(index_t n, const View& x, const View& y, const Context&) override {
     k::LrnParams p = p_;
@@ -314,7 +270,7 @@ class Lrn final : public Layer {
   }
   double flops_forward(index_t n) const override {
     const index_t win = p_.cross_map ? p_.size : p_.size * p_.size;
-    return static_cast<double>(n * in_.size() * (2 * win + 4));
+    return static_cast<double>(n * in_size() * (2 * win + 4));
   }
 
  private:
@@ -325,31 +281,22 @@ class Lrn final : public Layer {
 class Relu final : public Layer {
  public:
   using Layer::Layer;
-  std::string kind() const override { return "relu"; }
   void forward(index_t n, const View& x, const View& y, const Context&) override {
-    k::relu_forward<Space>(n * in_.size(), x, y);
+    k::relu_forward<Space>(n * in_size(), x, y);
   }
   void backward(index_t n, const View&, const View& y, const View& dy, const View& dx) override {
-    if (dx.data() != nullptr) k::relu_backward<Space>(n * in_.size(), y, dy, dx);
+    if (dx.data() != nullptr) k::relu_backward<Space>(n * in_size(), y, dy, dx);
   }
-  double flops_forward(index_t n) const override { return static_cast<double>(n * in_.size()); }
+  double flops_forward(index_t n) const override { return static_cast<double>(n * in_size()); }
 };
 
 class Dropout final : public Layer {
  public:
-  Dropout(std::string name, Shape in, real_t p) : Layer(std::move(name), in), p_(p) {
-    if (!(p >= 0 && p < 1)) throw Error(fmt::format("{}: dropout rate {} not in [0, 1)", name_, p));
-  }
-  std::string kind() const override { return "dropout"; }
+  explicit Dropout(const LayerSpec& s) : Layer(s), p_(s.p) {}
   std::string describe() const override { return fmt::format("dropout {}", p_); }
-  LayerSpec spec() const override {
-    LayerSpec s = Layer::spec();
-    s.p = p_;
-    return s;
-  }
-  void reserve(index_t batch) override { scale_ = View("asgd::dropout::scale", batch * in_.size()); }
+  void reserve(index_t batch) override { scale_ = View("asgd::dropout::scale", batch * in_size()); }
   void forward(index_t n, const View& x, const View& y, const Context& ctx) override {
-    const index_t len = n * in_.size();
+    const index_t len = n * in_size();
     if (ctx.train) {
       k::dropout_forward<Space>(len, p_, ctx.seed, x, scale_, y);
     } else {
@@ -357,7 +304,7 @@ class Dropout final : public Layer {
     }
   }
   void backward(index_t n, const View&, const View&, const View& dy, const View& dx) override {
-    if (dx.data() != nullptr) k::dropout_backward<Space>(n * in_.size(), scale_, dy, dx);
+    if (dx.data() != nullptr) k::dropout_backward<Space>(n * in_size(), scale_, dy, dx);
   }
 
  private:
@@ -367,68 +314,48 @@ class Dropout final : public Layer {
 
 }  // namespace
 
-Model::Model(std::string name, Shape input, std::int32_t classes)
-    : name_(std::move(name)), input_(input), classes_(classes) {
-  if (input.size() < 1 || classes < 1)
-    throw Error(fmt::format("model {}: bad input {} or classes {}", name_, shape_str(input),
-                            classes));
+namespace {
+std::unique_ptr<Layer> make_layer(const LayerSpec& l) {
+  switch (layer_kind(l)) {
+    case LayerKind::conv: return std::make_unique<Conv>(l);
+    case LayerKind::dense: return std::make_unique<Dense>(l);
+    case LayerKind::maxpool: return std::make_unique<Pool>(l, true);
+    case LayerKind::avgpool: return std::make_unique<Pool>(l, false);
+    case LayerKind::lrn: return std::make_unique<Lrn>(l);
+    case LayerKind::relu: return std::make_unique<Relu>(l);
+    case LayerKind::dropout: return std::make_unique<Dropout>(l);
+  }
+  return nullptr;
 }
 
-Shape Model::out_shape() const { return layers_.empty() ? input_ : layers_.back()->out_shape(); }
+ModelSpec checked(const ModelSpec& spec) {
+  SpecBuilder b(spec.name, spec.input, spec.classes);
+  for (const auto& l : spec.layers) b.add(l);
+  ModelSpec s = b.spec();
+  s.n_params = 0;  // set by finalize()
+  return s;
+}
+}  // namespace
 
-std::string Model::next_name(const std::string& kind) const {
-  return fmt::format("{}{}", kind, layers_.size() + 1);
-}
-
-Model& Model::conv(index_t filters, index_t kk, index_t stride, index_t pad, Init init) {
-  layers_.push_back(
-      std::make_unique<Conv>(next_name("conv"), out_shape(), filters, kk, stride, pad, init));
-  return *this;
-}
-Model& Model::maxpool(index_t kk, index_t stride) {
-  layers_.push_back(std::make_unique<Pool>(next_name("maxpool"), out_shape(), kk, stride, true));
-  return *this;
-}
-Model& Model::avgpool(index_t kk, index_t stride) {
-  layers_.push_back(std::make_unique<Pool>(next_name("avgpool"), out_shape(), kk, stride, false));
-  return *this;
-}
-Model& Model::lrn(index_t size, real_t alpha, real_t beta, real_t kk, bool cross_map) {
-  k::LrnParams p;
-  p.size = size;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.k = kk;
-  p.cross_map = cross_map;
-  layers_.push_back(std::make_unique<Lrn>(next_name("lrn"), out_shape(), p));
-  return *this;
-}
-Model& Model::relu() {
-  layers_.push_back(std::make_unique<Relu>(next_name("relu"), out_shape()));
-  return *this;
-}
-Model& Model::dropout(real_t p) {
-  layers_.push_back(std::make_unique<Dropout>(next_name("dropout"), out_shape(), p));
-  return *this;
-}
-Model& Model::dense(index_t outputs, Init init) {
-  layers_.push_back(std::make_unique<Dense>(next_name("fc"), out_shape(), outputs, init));
-  return *this;
+Model::Model(const ModelSpec& spec) : spec_(checked(spec)) {
+  for (const auto& l : spec_.layers) layers_.push_back(make_layer(l));
 }
 
 void Model::finalize(index_t max_batch) {
-  if (layers_.empty()) throw Error(fmt::format("model {}: no layers", name_));
-  if (out_shape().size() != classes_)
-    throw Error(fmt::format("model {}: output {} does not match {} classes", name_,
-                            shape_str(out_shape()), classes_));
-  if (max_batch < 1) throw Error(fmt::format("model {}: batch {} < 1", name_, max_batch));
+  if (layers_.empty()) throw Error(fmt::format("model {}: no layers", name()));
+  const Shape out = layers_.empty() ? input_shape() : layers_.back()->out_shape();
+  if (out.size() != classes())
+    throw Error(fmt::format("model {}: output {} does not match {} classes", name(),
+                            shape_str(out), classes()));
+  if (max_batch < 1) throw Error(fmt::format("model {}: batch {} < 1", name(), max_batch));
   max_batch_ = max_batch;
   n_params_ = 0;
   for (const auto& l : layers_) n_params_ += l->n_params();
+  spec_.n_params = n_params_;
   params_ = View("asgd::params", n_params_);
   grads_ = View("asgd::grads", n_params_);
   if (auto* c = dynamic_cast<Conv*>(layers_.front().get())) c->set_need_dx(false);
-  index_t off = 0, widest = input_.size();
+  index_t off = 0, widest = input_shape().size();
   acts_.clear();
   for (auto& l : layers_) {
     l->bind(slice(params_, off, l->n_params()), slice(grads_, off, l->n_params()));
@@ -439,7 +366,7 @@ void Model::finalize(index_t max_batch) {
   }
   grad_a_ = View("asgd::grad_a", max_batch * widest);
   grad_b_ = View("asgd::grad_b", max_batch * widest);
-  dlogits_ = View("asgd::dlogits", max_batch * classes_);
+  dlogits_ = View("asgd::dlogits", max_batch * classes());
 }
 
 void Model::use_grad_memory(real_t* memory) {
@@ -466,14 +393,14 @@ void Model::zero_grads() { Kokkos::deep_copy(grads_, real_t(0)); }
 kernels::LossSum Model::forward_backward(index_t n, const View& x, const IView& labels,
                                          const Context& ctx, bool backward) {
   if (n < 0 || n > max_batch_)
-    throw Error(fmt::format("model {}: batch {} outside [0, {}]", name_, n, max_batch_));
-  if (static_cast<index_t>(x.extent(0)) < n * input_.size())
-    throw Error(fmt::format("model {}: input has {} values, batch {} needs {}", name_,
-                            x.extent(0), n, n * input_.size()));
+    throw Error(fmt::format("model {}: batch {} outside [0, {}]", name(), n, max_batch_));
+  if (static_cast<index_t>(x.extent(0)) < n * input_shape().size())
+    throw Error(fmt::format("model {}: input has {} values, batch {} needs {}", name(),
+                            x.extent(0), n, n * input_shape().size()));
   const std::size_t nl = layers_.size();
   for (std::size_t i = 0; i < nl; ++i) layers_[i]->forward(n, i == 0 ? x : acts_[i - 1], acts_[i], ctx);
   View dlogits = backward ? dlogits_ : View();
-  auto sum = k::softmax_xent<Space>(n, classes_, acts_.back(), labels,
+  auto sum = k::softmax_xent<Space>(n, classes(), acts_.back(), labels,
                                     n > 0 ? real_t(1) / static_cast<real_t>(n) : real_t(0),
                                     dlogits);
   if (!backward) return sum;
@@ -487,7 +414,7 @@ kernels::LossSum Model::forward_backward(index_t n, const View& x, const IView& 
 }
 
 ModelSpec Model::spec() const {
-  ModelSpec m{name_, input_, classes_, n_params_, {}};
+  ModelSpec m{name(), input_shape(), classes(), n_params_, {}};
   index_t off = 0;
   for (const auto& l : layers_) {
     LayerSpec s = l->spec();
@@ -513,7 +440,8 @@ double Model::flops_per_sample_train() const {
 }
 
 std::string Model::summary() const {
-  std::string s = fmt::format("model {} (input {}, {} classes)\n", name_, shape_str(input_), classes_);
+  std::string s = fmt::format("model {} (input {}, {} classes)\n", name(),
+                              shape_str(input_shape()), classes());
   s += fmt::format("  {:<10} {:<36} {:>12} {:>12}\n", "layer", "kind", "output", "params");
   for (const auto& l : layers_)
     s += fmt::format("  {:<10} {:<36} {:>12} {:>12}\n", l->name(), l->describe(),
@@ -523,40 +451,8 @@ std::string Model::summary() const {
   return s;
 }
 
-std::vector<std::string> model_names() { return {"mlp", "lenet", "cifar10-18pct", "alexnet"}; }
-
 Model make_model(const std::string& name, Shape in, std::int32_t classes) {
-  Model m(name, in, classes);
-  if (name == "mlp") {
-    m.dense(512).relu().dense(256).relu().dense(classes);
-  } else if (name == "lenet") {
-    m.conv(32, 5, 1, 2).relu().maxpool(2, 2);
-    m.conv(64, 5, 1, 2).relu().maxpool(2, 2);
-    m.dense(1024).relu().dense(classes);
-  } else if (name == "cifar10-18pct") {
-    // cuda-convnet layers-18pct.cfg; rnorm scale 0.00005, pow 0.75. Its initW
-    // are 1e-4 (conv1) and 1e-2; cuda-convnet feeds raw 0..255 pixels, we feed
-    // pixels / 255, so conv1's std is scaled by 255 to give the same activations.
-    const Init conv1{"normal", 1e-4 * 255, 0}, rest{"normal", 1e-2, 0};
-    m.conv(32, 5, 1, 2, conv1).maxpool(3, 2).relu().lrn(3, 5e-5f, 0.75f, 1.0f, false);
-    m.conv(32, 5, 1, 2, rest).relu().avgpool(3, 2).lrn(3, 5e-5f, 0.75f, 1.0f, false);
-    m.conv(64, 5, 1, 2, rest).relu().avgpool(3, 2);
-    m.dense(classes, rest);
-  } else if (name == "alexnet") {
-    // Krizhevsky et al. 2012, one tower (no grouped convolutions), 227x227x3 input.
-    const Init conv{"normal", 1e-2, 0}, fc{"normal", 5e-3, 0};
-    m.conv(96, 11, 4, 0, conv).relu().lrn(5, 1e-4f, 0.75f, 2.0f, true).maxpool(3, 2);
-    m.conv(256, 5, 1, 2, conv).relu().lrn(5, 1e-4f, 0.75f, 2.0f, true).maxpool(3, 2);
-    m.conv(384, 3, 1, 1, conv).relu().conv(384, 3, 1, 1, conv).relu();
-    m.conv(256, 3, 1, 1, conv).relu().maxpool(3, 2);
-    m.dense(4096, fc).relu().dropout(0.5f).dense(4096, fc).relu().dropout(0.5f);
-    m.dense(classes, fc);
-  } else {
-    std::string known;
-    for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-    throw Error(fmt::format("unknown model '{}' (known: {})", name, known));
-  }
-  return m;
+  return Model(model_spec(name, in, classes));
 }
 
 }  // namespace asgd::nn

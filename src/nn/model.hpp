@@ -12,6 +12,7 @@
 #include "common/types.hpp"
 #include "kernels/kernels.hpp"
 #include "nn/spec.hpp"
+#include "nn/zoo.hpp"
 
 namespace asgd::nn {
 
@@ -20,32 +21,25 @@ using View = kernels::View1<Space>;
 using IView = kernels::IView1<Space>;
 using HostView = Kokkos::View<real_t*, Kokkos::LayoutRight, Kokkos::HostSpace>;
 
-// How a layer's weights start: "normal" (std), "he" (std = sqrt(2/fan_in)),
-// "xavier" (uniform, limit sqrt(6/(fan_in+fan_out))), "zero". Biases are set
-// to bias.
-struct Init {
-  std::string kind = "he";
-  double std = 0.01;
-  double bias = 0;
-};
-
 struct Context {
   bool train = true;
   std::uint64_t seed = 0;  // dropout masks for this step
 };
 
+// One layer, built from its plain description (nn::SpecBuilder fills in the
+// shapes and parameter count).
 class Layer {
  public:
-  Layer(std::string name, Shape in) : name_(std::move(name)), in_(in), out_(in) {}
+  explicit Layer(LayerSpec spec) : spec_(std::move(spec)) {}
   virtual ~Layer() = default;
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
 
-  const std::string& name() const { return name_; }
-  virtual std::string kind() const = 0;
-  Shape in_shape() const { return in_; }
-  Shape out_shape() const { return out_; }
-  virtual index_t n_params() const { return 0; }
+  const std::string& name() const { return spec_.name; }
+  const std::string& kind() const { return spec_.kind; }
+  Shape in_shape() const { return spec_.in; }
+  Shape out_shape() const { return spec_.out; }
+  index_t n_params() const { return spec_.n_params; }
   // params and grads: this layer's slices of the model's flat buffers.
   virtual void bind(const View& /*params*/, const View& /*grads*/) {}
   // Writes this layer's initial parameters into host (length n_params()).
@@ -61,36 +55,31 @@ class Layer {
   // Backward flops; with_dx false when no input gradient is computed.
   virtual double flops_backward(index_t n, bool /*with_dx*/) const { return flops_forward(n); }
   virtual std::string describe() const { return kind(); }
-  // This layer as plain data (kind, shapes, window, hyper-parameters).
-  virtual LayerSpec spec() const { return {kind(), name_, in_, out_}; }
+  // This layer as plain data (kind, shapes, window, hyper-parameters, layout).
+  const LayerSpec& spec() const { return spec_; }
 
  protected:
-  std::string name_;
-  Shape in_, out_;
+  index_t in_size() const { return spec_.in.size(); }
+  index_t out_size() const { return spec_.out.size(); }
+
+  LayerSpec spec_;
 };
 
 class Model {
  public:
-  Model(std::string name, Shape input, std::int32_t classes);
+  // The model a spec describes (nn::model_spec, or one built with
+  // nn::SpecBuilder); the spec is checked (and its layout filled in) again.
+  explicit Model(const ModelSpec& spec);
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
   Model(Model&&) = default;
 
-  // Builders (the zoo uses these). Each takes the current output shape as input.
-  Model& conv(index_t filters, index_t k, index_t stride, index_t pad, Init init = {});
-  Model& maxpool(index_t k, index_t stride);
-  Model& avgpool(index_t k, index_t stride);
-  Model& lrn(index_t size, real_t alpha, real_t beta, real_t k, bool cross_map);
-  Model& relu();
-  Model& dropout(real_t p);
-  Model& dense(index_t outputs, Init init = {});
-
   // Allocates the flat buffers and activations for batches up to max_batch.
   void finalize(index_t max_batch);
 
-  const std::string& name() const { return name_; }
-  Shape input_shape() const { return input_; }
-  std::int32_t classes() const { return classes_; }
+  const std::string& name() const { return spec_.name; }
+  Shape input_shape() const { return spec_.input; }
+  std::int32_t classes() const { return spec_.classes; }
   index_t n_params() const { return n_params_; }
   index_t max_batch() const { return max_batch_; }
   const View& params() const { return params_; }
@@ -120,12 +109,7 @@ class Model {
   std::string summary() const;
 
  private:
-  Shape out_shape() const;
-  std::string next_name(const std::string& kind) const;
-
-  std::string name_;
-  Shape input_;
-  std::int32_t classes_;
+  ModelSpec spec_;  // as built (n_params once finalized)
   std::vector<std::unique_ptr<Layer>> layers_;
   index_t n_params_ = 0, max_batch_ = 0;
   View params_, grads_;
@@ -134,9 +118,9 @@ class Model {
   View dlogits_;
 };
 
-// The zoo: "mlp", "lenet", "cifar10-18pct", "alexnet". Throws asgd::Error for
-// an unknown name (listing the known ones) or an input the model cannot take.
+// The zoo model (nn::model_spec, nn::model_names in nn/zoo.hpp) as a Kokkos
+// model. Throws asgd::Error for an unknown name (listing the known ones) or an
+// input the model cannot take.
 Model make_model(const std::string& name, Shape input, std::int32_t classes);
-std::vector<std::string> model_names();
 
 }  // namespace asgd::nn

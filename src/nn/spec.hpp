@@ -17,6 +17,20 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
+// How a layer's weights start: "normal" (std), "he" (std = sqrt(2/fan_in)),
+// "xavier" (uniform, limit sqrt(6/(fan_in+fan_out))), "zero". Biases are set
+// to bias.
+struct Init {
+  std::string kind = "he";
+  double std = 0.01;
+  double bias = 0;
+  bool operator==(const Init&) const = default;
+};
+
+// The layer kinds, parsed from LayerSpec::kind once (nn::layer_kind in
+// nn/zoo.hpp) where a backend builds its layers.
+enum class LayerKind { conv, dense, maxpool, avgpool, lrn, relu, dropout };
+
 // One layer. Parameter layout inside the model's flat buffer, from `offset`:
 //   conv:  weights [KH*KW*C, F] (rows (kh, kw, c), F innermost), then bias [F]
 //   dense: weights [M, K] (K innermost: each output's weights together), then bias [M]
@@ -32,7 +46,9 @@ struct LayerSpec {
   bool cross_map = false;                   // lrn
   index_t size = 0;                         // lrn window
   real_t p = 0;                             // dropout rate
+  Init init;                                // conv / dense weights
   index_t offset = 0, n_params = 0;
+  bool operator==(const LayerSpec&) const = default;
 };
 
 struct ModelSpec {
@@ -41,6 +57,7 @@ struct ModelSpec {
   std::int32_t classes = 0;
   index_t n_params = 0;
   std::vector<LayerSpec> layers;
+  bool operator==(const ModelSpec&) const = default;
 };
 
 }  // namespace asgd::nn

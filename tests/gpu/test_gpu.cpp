@@ -28,6 +28,7 @@ namespace {
 using asgd::index_t;
 using asgd::real_t;
 using asgd::nn::Model;
+using asgd::nn::SpecBuilder;
 using asgd::nn::Shape;
 
 std::vector<real_t> host(const asgd::nn::View& v, index_t len = -1) {
@@ -108,65 +109,66 @@ void compare_step(Model& m, index_t n, index_t reduction, bool train, unsigned s
   }
 }
 
-Model build(const std::string& name, Shape in, const std::function<void(Model&)>& layers,
-            index_t batch = 8) {
-  Model m(name, in, 10);
-  layers(m);
+Model build(const std::string& name, Shape in,
+            const std::function<void(SpecBuilder&)>& layers, index_t batch = 8) {
+  SpecBuilder b(name, in, 10);
+  layers(b);
+  Model m(b.spec());
   m.finalize(batch);
   m.init(5);
   return m;
 }
 
 TEST(GpuLayers, ConvFirstAndDense) {
-  Model m = build("conv-first", {9, 9, 3}, [](Model& mm) { mm.conv(8, 3, 1, 1).relu().dense(10); });
+  Model m = build("conv-first", {9, 9, 3}, [](SpecBuilder& mm) { mm.conv(8, 3, 1, 1).relu().dense(10); });
   compare_step(m, 8, 9 * 9 * 8, true, 1);
 }
 
 TEST(GpuLayers, ConvStridePadInputGradient) {
-  Model m = build("conv-stride", {11, 11, 3}, [](Model& mm) {
+  Model m = build("conv-stride", {11, 11, 3}, [](SpecBuilder& mm) {
     mm.conv(4, 3, 1, 1).conv(6, 5, 2, 2).dense(10);
   });
   compare_step(m, 8, 11 * 11 * 6, true, 2);
 }
 
 TEST(GpuLayers, MaxPoolTilingUsesCudnn) {
-  Model m = build("maxpool-2-2", {8, 8, 2}, [](Model& mm) { mm.conv(4, 3, 1, 1).relu().maxpool(2, 2).dense(10); });
+  Model m = build("maxpool-2-2", {8, 8, 2}, [](SpecBuilder& mm) { mm.conv(4, 3, 1, 1).relu().maxpool(2, 2).dense(10); });
   compare_step(m, 8, 8 * 8 * 4, true, 3);
 }
 
 TEST(GpuLayers, MaxPoolCeilModeOwnKernel) {
-  Model m = build("maxpool-3-2", {8, 8, 2}, [](Model& mm) { mm.conv(4, 3, 1, 1).maxpool(3, 2).dense(10); });
+  Model m = build("maxpool-3-2", {8, 8, 2}, [](SpecBuilder& mm) { mm.conv(4, 3, 1, 1).maxpool(3, 2).dense(10); });
   compare_step(m, 8, 8 * 8 * 4, true, 4);
 }
 
 TEST(GpuLayers, AvgPoolBothPaths) {
-  Model a = build("avgpool-2-2", {8, 8, 2}, [](Model& mm) { mm.conv(4, 3, 1, 1).avgpool(2, 2).dense(10); });
+  Model a = build("avgpool-2-2", {8, 8, 2}, [](SpecBuilder& mm) { mm.conv(4, 3, 1, 1).avgpool(2, 2).dense(10); });
   compare_step(a, 8, 8 * 8 * 4, true, 5);
-  Model b = build("avgpool-3-2", {8, 8, 2}, [](Model& mm) { mm.conv(4, 3, 1, 1).avgpool(3, 2).dense(10); });
+  Model b = build("avgpool-3-2", {8, 8, 2}, [](SpecBuilder& mm) { mm.conv(4, 3, 1, 1).avgpool(3, 2).dense(10); });
   compare_step(b, 8, 8 * 8 * 4, true, 6);
 }
 
 TEST(GpuLayers, LrnSameMapOwnKernel) {
-  Model m = build("lrn-same", {8, 8, 2}, [](Model& mm) {
+  Model m = build("lrn-same", {8, 8, 2}, [](SpecBuilder& mm) {
     mm.conv(4, 3, 1, 1).lrn(3, 5e-2f, 0.75f, 1.0f, false).dense(10);
   });
   compare_step(m, 8, 8 * 8 * 4, true, 7);
 }
 
 TEST(GpuLayers, LrnCrossMapCudnn) {
-  Model m = build("lrn-cross", {6, 6, 2}, [](Model& mm) {
+  Model m = build("lrn-cross", {6, 6, 2}, [](SpecBuilder& mm) {
     mm.conv(8, 3, 1, 1).lrn(5, 1e-1f, 0.75f, 2.0f, true).dense(10);
   });
   compare_step(m, 8, 6 * 6 * 8, true, 8);
 }
 
 TEST(GpuLayers, DropoutSameMaskAsCpu) {
-  Model m = build("dropout", {4, 4, 3}, [](Model& mm) { mm.dense(64).relu().dropout(0.5f).dense(10); });
+  Model m = build("dropout", {4, 4, 3}, [](SpecBuilder& mm) { mm.dense(64).relu().dropout(0.5f).dense(10); });
   compare_step(m, 8, 64, true, 9);
 }
 
 TEST(GpuLayers, EvalModeForwardOnly) {
-  Model m = build("eval", {4, 4, 3}, [](Model& mm) { mm.dense(32).relu().dropout(0.5f).dense(10); });
+  Model m = build("eval", {4, 4, 3}, [](SpecBuilder& mm) { mm.dense(32).relu().dropout(0.5f).dense(10); });
   compare_step(m, 5, 48, false, 10);  // a batch below the maximum, dropout off
 }
 
@@ -181,7 +183,7 @@ TEST(GpuLayers, ZooModelsOneStep) {
 }
 
 TEST(GpuUpdate, SgdAndNsyncDeltaMatchCpu) {
-  Model m = build("update", {4, 4, 1}, [](Model& mm) { mm.dense(16).relu().dense(10); });
+  Model m = build("update", {4, 4, 1}, [](SpecBuilder& mm) { mm.dense(16).relu().dense(10); });
   asgd::gpu::Net net(m.spec(), m.max_batch(), asgd::gpu::pick_device(0));
   Kokkos::fence();
   net.set_params(m.params().data());

@@ -64,9 +64,43 @@ TEST(Zoo, UnknownModelAndBadShapesAreErrors) {
     EXPECT_NE(std::string(e.what()).find("lenet"), std::string::npos) << e.what();
   }
   EXPECT_THROW(make_model("alexnet", {8, 8, 1}, 10), asgd::Error);  // 11x11 stride 4 does not fit
-  Model m("m", {4, 4, 1}, 3);
-  m.dense(5);  // output 5 != 3 classes
+  Model m(SpecBuilder("m", {4, 4, 1}, 3).dense(5).spec());  // output 5 != 3 classes
   EXPECT_THROW(m.finalize(1), asgd::Error);
+}
+
+// The zoo as plain data (nn/zoo.hpp, no Kokkos) describes exactly the model
+// make_model builds: names, shapes, hyper-parameters, parameter counts, offsets.
+TEST(Zoo, SpecsEqualTheBuiltModels) {
+  const std::vector<std::pair<Shape, std::int32_t>> inputs = {
+      {{28, 28, 1}, 10}, {{32, 32, 3}, 10}, {{227, 227, 3}, 1000}, {{64, 64, 3}, 7}};
+  int compared = 0;
+  for (const auto& name : model_names())
+    for (const auto& [in, classes] : inputs) {
+      if (name == "alexnet" && in.h < 64) {
+        EXPECT_THROW(model_spec(name, in, classes), asgd::Error) << name;
+        continue;
+      }
+      if (name != "alexnet" && in.h > 64) continue;  // keep it quick
+      const ModelSpec s = model_spec(name, in, classes);
+      auto m = make_model(name, in, classes);
+      m.finalize(1);
+      EXPECT_EQ(s, m.spec()) << name << " " << shape_str(in);
+      EXPECT_EQ(s.n_params, m.n_params()) << name;
+      ++compared;
+    }
+  EXPECT_GE(compared, 10);
+  try {
+    model_spec("resnet", {28, 28, 1}, 10);
+    FAIL() << "no error";
+  } catch (const asgd::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unknown model 'resnet' (known: mlp, lenet, cifar10-18pct, alexnet)");
+  }
+  // A spec round-trips through the Kokkos model.
+  const ModelSpec c18 = model_spec("cifar10-18pct", {32, 32, 3}, 10);
+  Model m(c18);
+  m.finalize(1);
+  EXPECT_EQ(m.spec(), c18);
 }
 
 TEST(Model, FlatBuffersHoldEveryLayer) {
@@ -120,10 +154,11 @@ int expect_gradient_matches_fd(Model& m, index_t n, const View& x, const IView& 
 }
 
 TEST(Model, GradientMatchesFiniteDifferences) {
-  Model m("small", {6, 6, 2}, 3);
-  m.conv(4, 3, 1, 1, {"normal", 0.5, 0.1}).relu().maxpool(2, 2).lrn(3, 0.5f, 0.75f, 1.0f, false);
-  m.conv(4, 3, 1, 1, {"normal", 0.5, 0.0}).avgpool(3, 2).lrn(3, 0.5f, 0.75f, 2.0f, true);
-  m.dense(5, {"normal", 0.5, 0.1}).relu().dense(3, {"normal", 0.5, 0.0});
+  SpecBuilder b("small", {6, 6, 2}, 3);
+  b.conv(4, 3, 1, 1, {"normal", 0.5, 0.1}).relu().maxpool(2, 2).lrn(3, 0.5f, 0.75f, 1.0f, false);
+  b.conv(4, 3, 1, 1, {"normal", 0.5, 0.0}).avgpool(3, 2).lrn(3, 0.5f, 0.75f, 2.0f, true);
+  b.dense(5, {"normal", 0.5, 0.1}).relu().dense(3, {"normal", 0.5, 0.0});
+  Model m(b.spec());
   const index_t n = 3;
   m.finalize(n);
   m.init(11);
@@ -135,10 +170,11 @@ TEST(Model, GradientMatchesFiniteDifferences) {
 // rebuilds the workspace; the second convolution's input gradient flows into
 // the first's weights.
 TEST(Model, GradientMatchesFiniteDifferencesOnTheRowFoldedPath) {
-  Model m("rows", {16, 16, 3}, 3);
-  m.conv(8, 5, 1, 2, {"normal", 0.2, 0.1}).relu();
-  m.conv(4, 5, 1, 2, {"normal", 0.2, 0.0}).avgpool(4, 4);
-  m.dense(3, {"normal", 0.3, 0.0});
+  SpecBuilder b("rows", {16, 16, 3}, 3);
+  b.conv(8, 5, 1, 2, {"normal", 0.2, 0.1}).relu();
+  b.conv(4, 5, 1, 2, {"normal", 0.2, 0.0}).avgpool(4, 4);
+  b.dense(3, {"normal", 0.3, 0.0});
+  Model m(b.spec());
   const index_t n = 7;
   m.finalize(n);
   m.init(12);
