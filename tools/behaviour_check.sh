@@ -62,7 +62,7 @@ run_set() {  # $1 binary, $2 folder
   mpiexec -n 3 "$bin" train --model mlp "${FM[@]}" --epochs 0.25 --eval-every 0.05 --batch 32 \
     --learners 2 --servers 1 --protocol hardsync --results "$dir" --run-id mpi-hardsync
   "$bin" train --model mlp "${SYN[@]}" --epochs 2 --eval-every 0.25 --batch 8 --virtual \
-    --learners 30 --protocol softsync --softsync-n 3 --lr-policy staleness --timing fixed \
+    --learners 30 --protocol softsync --n 3 --lr-policy staleness --timing fixed \
     --compute-s 0.01 --comm-s 0.002 --results "$dir" --run-id virtual-softsync
   "$bin" train --model mlp "${SYN[@]}" --epochs 2 --eval-every 0.25 --batch 8 --virtual \
     --learners 8 --protocol nsync --n-sync 4 --timing lognormal --compute-s 0.01 \
