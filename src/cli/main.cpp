@@ -22,7 +22,7 @@
 #include <string>
 
 #include "common/blas_env.hpp"
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
 #include "ps/mpi_util.hpp"

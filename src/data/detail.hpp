@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/hash.hpp"
+
 namespace asgd::data::detail {
 
 // Whole file as bytes; decompressed through zlib when path ends in ".gz".
@@ -19,13 +21,6 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path);
 // Throws asgd::Error when dir exists but is not a folder (a missing one is
 // reported by the first file looked up in it).
 void check_data_dir(const std::string& dir);
-
-inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // Seed for stream `b` of seed `a`; distinct (a, b) give unrelated streams.
 inline std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {

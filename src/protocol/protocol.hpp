@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 
 namespace asgd::protocol {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "protocol/protocol.hpp"
 
 namespace asgd::protocol {

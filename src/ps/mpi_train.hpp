@@ -10,7 +10,7 @@
 // same command resumes from the last checkpoints.
 #include <mpi.h>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "ps/trainer.hpp"
 
 namespace asgd::ps {

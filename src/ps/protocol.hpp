@@ -12,7 +12,7 @@
 #include <span>
 #include <string>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "protocol/protocol.hpp"
 
 namespace asgd::ps {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "ps/protocol.hpp"
 #include "io/results.hpp"
 #include "nn/model.hpp"

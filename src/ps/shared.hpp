@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "common/runinfo.hpp"
 #include "ps/trainer.hpp"
 #include "data/dataset.hpp"

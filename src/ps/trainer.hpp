@@ -4,7 +4,7 @@
 // checkpoints every k updates with exact resume, results as one HDF5 file.
 #include <string>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "io/results.hpp"
 
 namespace asgd::ps {

@@ -301,15 +301,6 @@ double unit_ns(const std::string& unit) {
   throw Error("unknown time_unit '" + unit + "'");
 }
 
-std::string flops_key(const json& row) {
-  for (auto it = row.begin(); it != row.end(); ++it) {
-    std::string k = it.key();
-    std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if ((k == "gflop/s" || k == "gflops") && it->is_number()) return it.key();
-  }
-  return "";
-}
-
 std::map<std::string, BenchSeries> bench_series(const json& doc, const std::string& path) {
   std::map<std::string, std::vector<json>> iterations;
   std::map<std::string, std::map<std::string, json>> aggregates;

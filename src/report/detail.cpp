@@ -1,26 +1,16 @@
 #include "report/detail.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-
-extern char** environ;
+#include "common/hash.hpp"
 
 namespace asgd::report::detail {
 
@@ -34,11 +24,9 @@ std::string config_key(const json& config) {
 }
 
 std::string short_hash(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
+  // FNV-1a 64 from an offset one digit short of the standard one (ids in
+  // existing reports depend on it)
+  const std::uint64_t h = fnv1a64(text, 1469598103934665603ULL);
   return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
 }
 
@@ -220,70 +208,13 @@ std::string to_markdown(const Table& t) {
   return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(fmt::format("{}: cannot create {}: {}", path, tmp, std::strerror(errno)));
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(fmt::format("{}: cannot write {}: {}", path, tmp, std::strerror(err)));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+std::string flops_key(const json& row) {
+  for (auto it = row.begin(); it != row.end(); ++it) {
+    std::string k = it.key();
+    std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if ((k == "gflop/s" || k == "gflops") && it->is_number()) return it.key();
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: cannot flush {}: {}", path, tmp, std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: cannot rename {} onto it: {}", path, tmp, std::strerror(err)));
-  }
-}
-
-std::string run_process(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
-  if (argv.empty()) return "nothing to run";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return fmt::format("cannot start {}: {}", argv[0], std::strerror(rc));
-
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) return fmt::format("cannot wait for {}: {}", argv[0], std::strerror(errno));
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return fmt::format("timed out after {} s", timeout_s);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (WIFEXITED(status)) {
-    // 127: the exec itself failed inside the child (posix_spawnp may report it this way).
-    return WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return "ended abnormally";
+  return "";
 }
 
 std::string tail_lines(const std::string& path, int max_lines) {

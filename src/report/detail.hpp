@@ -111,14 +111,9 @@ std::string to_csv(const Table& t);
 std::string to_markdown(const Table& t);
 std::string csv_escape(const std::string& s);
 
-// Writes path atomically: "<path>.tmp.<pid>", fsync, rename(2). Throws
-// asgd::Error naming path.
-void write_file_atomic(const std::string& path, const std::string& content);
-
-// Runs argv (argv[0] a path) with stdout and stderr to log_path, without a
-// shell; waits up to timeout_s. Returns "" on exit status 0, else what went
-// wrong ("exit status 1", "killed by signal 9", "cannot start ...: ...").
-std::string run_process(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s);
+// The GFLOP/s field of a Google Benchmark row ("GFLOP/s" or "gflops", any
+// case, holding a number); "" when it has none.
+std::string flops_key(const json& row);
 
 // Last max_lines non-empty lines of a text file ("" if unreadable).
 std::string tail_lines(const std::string& path, int max_lines);

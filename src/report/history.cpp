@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/process.hpp"
 #include "common/cpu_name.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
@@ -256,15 +258,6 @@ double unit_ns(const std::string& unit) {
   if (unit == "ms") return 1e6;
   if (unit == "s") return 1e9;
   return kNaN;
-}
-
-std::string flops_key(const json& row) {
-  for (auto it = row.begin(); it != row.end(); ++it) {
-    std::string k = it.key();
-    std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if ((k == "gflop/s" || k == "gflops") && it->is_number()) return it.key();
-  }
-  return "";
 }
 
 // Google Benchmark JSON: per benchmark, its iteration rows (or the median /

@@ -13,6 +13,8 @@
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/process.hpp"
 #include "report/analysis.hpp"
 #include "report/detail.hpp"
 

@@ -6,7 +6,7 @@
 // (minibatch compute time and push/pull time drawn per learner from the
 // timing model). The server applies ps::UpdateRule with the same kernels as
 // the MPI server. Deterministic for a seed: bit-identical result datasets.
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "ps/trainer.hpp"
 
 namespace asgd::sim {

@@ -1,7 +1,6 @@
 #include "sweep/runner.hpp"
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,11 +18,11 @@
 #include <thread>
 
 #include "common/error.hpp"
-#include "ps/shared.hpp"
+#include "common/files.hpp"
+#include "common/process.hpp"
+#include "common/text.hpp"
 #include "io/results.hpp"
 #include "io/run_lock.hpp"
-
-extern char** environ;
 
 namespace asgd::sweep {
 
@@ -75,51 +74,16 @@ volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) throw Error(fmt::format("{}: cannot write the run's log: {}", log, std::strerror(errno)));
-  int ready[2];  // exec failures come back through a close-on-exec pipe
-  if (::pipe2(ready, O_CLOEXEC) != 0) {
+  try {
+    const pid_t pid = spawn_process(args, out, {.own_group = true, .die_with_parent = true});
     ::close(out);
-    throw Error(fmt::format("pipe: {}", std::strerror(errno)));
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+    return pid;
+  } catch (...) {
     ::close(out);
-    throw Error(fmt::format("fork: {}", std::strerror(errno)));
+    throw;
   }
-  if (pid == 0) {  // child: only async-signal-safe calls until exec
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);  // the runner died before prctl
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(SIGTERM, &dfl, nullptr);
-    ::sigaction(SIGINT, &dfl, nullptr);
-    const int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, STDIN_FILENO);
-    ::dup2(out, STDOUT_FILENO);
-    ::dup2(out, STDERR_FILENO);
-    ::execvp(argv[0], argv.data());
-    const int err = errno;
-    const ssize_t w = ::write(ready[1], &err, sizeof err);
-    (void)w;
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: no race with a signal sent right after fork
-  ::close(out);
-  ::close(ready[1]);
-  int err = 0;
-  const ssize_t got = ::read(ready[0], &err, sizeof err);
-  ::close(ready[0]);
-  if (got == static_cast<ssize_t>(sizeof err)) {
-    ::waitpid(pid, nullptr, 0);
-    throw Error(fmt::format("cannot start {}: {}", args[0], std::strerror(err)));
-  }
-  return pid;
 }
 
 // Sends sig to every active run's process group, then waits up to 10 s for
@@ -140,22 +104,6 @@ void stop_children(const Map& active, int sig) {
 
 }  // namespace
 
-void write_atomic(const std::string& path, const std::string& text, bool executable) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp));
-  }
-  if (executable)
-    fs::permissions(tmp, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(fmt::format("{}: cannot rename into place", path));
-  }
-}
-
-
 SuitePaths suite_paths(const Suite& s, const std::string& results_dir) {
   const fs::path root = fs::path(results_dir) / s.name;
   return {root.string(),           (root / "configs").string(), (root / "logs").string(),
@@ -171,7 +119,7 @@ std::vector<std::string> write_configs(const Suite& s, const SuitePaths& p) {
     const std::string text = nlohmann::json(r.config).dump(2) + "\n";
     std::ifstream in(path, std::ios::binary);
     const std::string old{std::istreambuf_iterator<char>(in), {}};
-    if (old != text) write_atomic(path, text);  // unchanged files keep their time stamps
+    if (old != text) write_file_atomic(path, text);  // unchanged files keep their time stamps
     paths.push_back(path);
   }
   return paths;
@@ -288,7 +236,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
       try {
         pid = spawn(train_command(s, r, configs[todo[next]], opt, p), log);
       } catch (const Error& e) {  // e.g. no mpiexec: this run fails, the others go on
-        write_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), "127\n");
+        write_file_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), "127\n");
         outcome["failed"] += 1;
         ++finished;
         ++next;
@@ -319,7 +267,7 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
     const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     std::string state;
     if (code != 0) {
-      write_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), fmt::format("{}\n", code));
+      write_file_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), fmt::format("{}\n", code));
       state = "failed";
     } else {
       state = to_string(run_state(r, p));
@@ -328,9 +276,9 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
     const double mean = busy_s / static_cast<double>(finished);
     const double eta = mean * static_cast<double>(todo.size() - finished) / std::max(1, opt.jobs);
     fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished, todo.size(), r.run_id,
-               state, ps::detail::fmt_duration(took),
-               ps::detail::fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
-               ps::detail::fmt_duration(eta),
+               state, fmt_duration(took),
+               fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
+               fmt_duration(eta),
                code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p.logs, r.run_id) : "");
     std::fflush(stdout);
   }

@@ -20,10 +20,6 @@ struct SuitePaths {
 };
 SuitePaths suite_paths(const Suite& s, const std::string& results_dir);
 
-// Writes text to path through a temporary file and rename(2), so readers see
-// the old file or the whole new one (optionally executable, for scripts).
-void write_atomic(const std::string& path, const std::string& text, bool executable = false);
-
 // Writes every run's config JSON (atomically); returns the paths by run order.
 std::vector<std::string> write_configs(const Suite& s, const SuitePaths& p);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/slurm.hpp"
 
@@ -210,7 +211,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
     // reading their own list (a re-submission lists fewer runs).
     const std::string runs_file =
         fs::absolute(fs::path(p.slurm) / fmt::format("{}.{}.runs", name, stamp)).string();
-    write_atomic(runs_file, list, false);
+    write_file_atomic(runs_file, list, false);
     const int ranks = first.ranks;
     const int gpus = first.config.virtual_learners ? 0
                                                    : first.config.learners * s.resources.gpus_per_learner;
@@ -248,7 +249,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         cmd += shell_quote(a) + " ";
       script += fmt::format("srun -n 1 {}\n", cmd);
       const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
-      write_atomic(path, script, true);
+      write_file_atomic(path, script, true);
       submitted += n;
       if (opt.dry_run) {
         fmt::print("would submit: sbatch --parsable {}   (the micro-benchmarks)\n", path);
@@ -268,7 +269,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
         fmt::arg("mpi", shell_quote(site.mpi)), fmt::arg("ranks", ranks), fmt::arg("self", shell_quote(self)),
         fmt::arg("logs", shell_quote(root + "/logs")));
     const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
-    write_atomic(path, script, true);
+    write_file_atomic(path, script, true);
     submitted += n;
     if (opt.dry_run) {
       fmt::print("would submit: sbatch --parsable {}   ({} runs, {} ranks each)\n", path, n, ranks);
@@ -300,7 +301,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   report += header(site) + modules(site);
   report += fmt::format("{} report {}\n", shell_quote(self), shell_quote(root));
   const std::string rpath = fs::absolute(fs::path(p.slurm) / ("asgd-" + s.name + "-report.sbatch")).string();
-  write_atomic(rpath, report, true);
+  write_file_atomic(rpath, report, true);
   std::string dep;
   for (const auto& id : job_ids) dep += (dep.empty() ? "" : ":") + id;
   if (opt.dry_run) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 
 namespace asgd::sweep {
 

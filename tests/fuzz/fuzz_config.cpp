@@ -5,7 +5,7 @@
 // config_hash -- suites write configs that way and trainers compare hashes.
 #include <nlohmann/json.hpp>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "fuzz_util.hpp"
 
 using namespace asgd;

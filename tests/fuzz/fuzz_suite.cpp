@@ -10,7 +10,7 @@
 
 #include <set>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "fuzz_util.hpp"
 #include "sweep/suite.hpp"
 

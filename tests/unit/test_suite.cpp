@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "common/error.hpp"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "common/config.hpp"
+#include "config/config.hpp"
 #include "ps/shard_core.hpp"
 #include "ps/trainer.hpp"
 #include "io/results.hpp"

@@ -1,6 +1,7 @@
-#include "common/config.hpp"
+#include "config/config.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +15,8 @@
 #include <sstream>
 
 #include "common/error.hpp"
-#include "nn/model.hpp"
+#include "common/hash.hpp"
+#include "nn/zoo.hpp"
 
 namespace asgd {
 
@@ -48,79 +50,14 @@ constexpr int kMaxRanks = 65536;
 constexpr int kMaxThreads = 1024;
 }  // namespace
 
-std::string shorten(const std::string& v, std::size_t max) {
-  std::string out;
-  std::size_t shown = 0;  // characters of v taken
-  for (std::size_t i = 0; i < v.size() && shown < max; ++i, ++shown) {
-    const auto ch = static_cast<unsigned char>(v[i]);
-    if (ch == '\n') out += "\\n";
-    else if (ch == '\r') out += "\\r";
-    else if (ch == '\t') out += "\\t";
-    else if (ch < 0x20 || ch == 0x7f) out += fmt::format("\\x{:02x}", ch);
-    else out += static_cast<char>(ch);
-  }
-  if (shown < v.size()) {
-    // do not end inside a UTF-8 sequence
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-    if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0xC0) out.pop_back();
-    out += fmt::format("... ({} characters)", v.size());
-  }
-  return out;
-}
-
-namespace {
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
-
-std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
-  if (key.size() > 256) return "";  // nothing is that long; spare the quadratic distance
-  std::string best;
-  std::size_t best_d = SIZE_MAX;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(key, c);
-    const bool near = d <= 2 && d < key.size();
-    const bool prefix = key.size() >= 2 && c.size() >= 2 && (c.starts_with(key) || key.starts_with(c));
-    if ((near || prefix) && d < best_d) {
-      best = c;
-      best_d = d;
-    }
-  }
-  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
-}
-
-std::string name_problem(const std::string& what, const std::string& v, std::size_t max_len) {
-  if (v.empty()) return fmt::format("{} must not be empty", what);
-  if (v == "." || v == "..")
-    return fmt::format("{} '{}' is not a name (it is used as a folder or file name)", what, v);
-  if (v.size() > max_len)
-    return fmt::format("{} '{}' is too long ({} characters, at most {})", what, shorten(v, 40),
-                       v.size(), max_len);
-  for (char ch : v)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'))
-      return fmt::format("{} '{}' may hold only letters, digits, '-', '_', '.'", what, shorten(v));
-  return "";
-}
-
 std::vector<std::string> validate(const TrainConfig& c) {
   std::vector<std::string> p;
   auto need = [&](bool ok, std::string msg) {
     if (!ok) p.push_back(std::move(msg));
   };
-  need(known(c.model, {"mlp", "lenet", "cifar10-18pct", "alexnet"}),
-       fmt::format("model '{}' unknown (mlp, lenet, cifar10-18pct, alexnet)", shorten(c.model)));
+  const auto models = nn::model_names();
+  need(std::find(models.begin(), models.end(), c.model) != models.end(),
+       fmt::format("model '{}' unknown ({})", shorten(c.model), fmt::join(models, ", ")));
   need(known(c.data.kind, {"fashion-mnist", "mnist", "cifar10", "synthetic"}),
        fmt::format("dataset '{}' unknown (fashion-mnist, mnist, cifar10, synthetic)",
                    shorten(c.data.kind)));
@@ -513,12 +450,7 @@ std::string config_hash(const TrainConfig& c) {
   // not UTF-8 (refused by validate(), but suites hash runs before validating
   // them) must not throw here.
   const std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
-  for (unsigned char ch : s) {
-    h ^= ch;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", fnv1a64(s));
 }
 
 std::string resolved_run_id(const TrainConfig& c) {
@@ -595,14 +527,14 @@ DataFacts data_facts(const TrainConfig& c) {
 MemoryEstimate estimate_memory(const TrainConfig& c) {
   const DataFacts f = data_facts(c);
   const double sample = static_cast<double>(f.shape.size());
-  const nn::Model m = nn::make_model(c.model, f.shape, f.classes);
+  const nn::ModelSpec m = nn::model_spec(c.model, f.shape, f.classes);
   double params = 0, acts = 0, widest = sample, work = 0;
-  for (const auto& l : m.layers()) {
-    params += static_cast<double>(l->n_params());
-    const double out = static_cast<double>(l->out_shape().size());
+  for (const auto& l : m.layers) {
+    params += static_cast<double>(l.n_params);
+    const double out = static_cast<double>(l.out.size());
     acts += out;
     widest = std::max(widest, out);
-    work += static_cast<double>(l->in_shape().size());  // lrn, dropout, pooling masks
+    work += static_cast<double>(l.in.size());  // lrn, dropout, pooling masks
   }
   const double L = c.learners;
   const bool virt = c.virtual_learners;
@@ -616,11 +548,11 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
   const double batch = static_cast<double>(std::max(c.batch, c.eval_batch));
   // im2col of at least one sample (chunks of about 1 MiB on the host), and its gradient
   double conv_cols = 0;
-  for (const auto& l : m.layers())
-    if (l->kind() == "conv") {
-      const double f_out = static_cast<double>(l->out_shape().c);
-      const double k_len = static_cast<double>(l->n_params()) / f_out - 1;
-      const double pixels = static_cast<double>(l->out_shape().h) * static_cast<double>(l->out_shape().w);
+  for (const auto& l : m.layers)
+    if (l.kind == "conv") {
+      const double f_out = static_cast<double>(l.out.c);
+      const double k_len = static_cast<double>(l.n_params) / f_out - 1;
+      const double pixels = static_cast<double>(l.out.h) * static_cast<double>(l.out.w);
       conv_cols += 2 * std::max(pixels * k_len, 262144.0);
     }
   e.activations = batch * (acts + 2 * widest + f.classes + work) * 4 +

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/text.hpp"
 #include "data/dataset.hpp"
 
 namespace asgd {
@@ -110,17 +111,5 @@ double available_memory();
 // data has one round of learners x batch, and estimate_memory() fits in
 // available_memory(). Throws asgd::Error naming the flag to change.
 void check_resources(const TrainConfig& cfg);
-
-// Helpers for messages and names (also used by suite files).
-// v itself when short, else its first max characters + "..." (so a 1 MB value
-// is never echoed whole); control characters are escaped.
-std::string shorten(const std::string& v, std::size_t max = 60);
-// " (did you mean 'x'?)" for the closest candidate within edit distance 2
-// (and shorter than key) or sharing a prefix of at least 2 characters; "".
-std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
-// "" when v is one safe path component: not empty, not "." or "..", at most
-// max_len characters, only letters, digits, '-', '_', '.'. Otherwise the
-// problem, naming `what` ("suite", "run id", "name").
-std::string name_problem(const std::string& what, const std::string& v, std::size_t max_len);
 
 }  // namespace asgd

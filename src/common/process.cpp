@@ -1,0 +1,98 @@
+#include "common/process.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+#include "common/error.hpp"
+
+namespace asgd {
+
+pid_t spawn_process(const std::vector<std::string>& args, int out_fd, const SpawnOptions& opt) {
+  if (args.empty()) throw Error("cannot start a process: nothing to run");
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int ready[2];  // exec failures come back through a close-on-exec pipe
+  if (::pipe2(ready, O_CLOEXEC) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(ready[0]);
+    ::close(ready[1]);
+    throw Error(fmt::format("fork: {}", std::strerror(err)));
+  }
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    if (opt.own_group) ::setpgid(0, 0);
+    if (opt.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+    }
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGTERM, &dfl, nullptr);
+    ::sigaction(SIGINT, &dfl, nullptr);
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out_fd, STDOUT_FILENO);
+    ::dup2(out_fd, STDERR_FILENO);
+    ::execvp(argv[0], argv.data());
+    const int err = errno;
+    const ssize_t w = ::write(ready[1], &err, sizeof err);
+    (void)w;
+    ::_exit(127);
+  }
+  if (opt.own_group) ::setpgid(pid, pid);  // also here: no race with a signal sent right after fork
+  ::close(ready[1]);
+  int err = 0;
+  const ssize_t got = ::read(ready[0], &err, sizeof err);
+  ::close(ready[0]);
+  if (got == static_cast<ssize_t>(sizeof err)) {
+    ::waitpid(pid, nullptr, 0);
+    throw Error(fmt::format("cannot start {}: {}", args[0], std::strerror(err)));
+  }
+  return pid;
+}
+
+std::string run_process(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
+  if (argv.empty()) return "nothing to run";
+  const int out = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return fmt::format("cannot start {}: {}", argv[0], std::strerror(errno));
+  pid_t pid = 0;
+  try {
+    pid = spawn_process(argv, out);
+  } catch (const Error& e) {
+    ::close(out);
+    return e.what();
+  }
+  ::close(out);
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) return fmt::format("cannot wait for {}: {}", argv[0], std::strerror(errno));
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return fmt::format("timed out after {} s", timeout_s);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return "ended abnormally";
+}
+
+}  // namespace asgd

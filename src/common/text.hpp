@@ -1,0 +1,23 @@
+#pragma once
+// Text for messages and names: echoed values cut short, "did you mean"
+// suggestions, safe path components, durations.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace asgd {
+
+// v itself when short, else its first max characters + "..." (so a 1 MB value
+// is never echoed whole); control characters are escaped.
+std::string shorten(const std::string& v, std::size_t max = 60);
+// " (did you mean 'x'?)" for the closest candidate within edit distance 2
+// (and shorter than key) or sharing a prefix of at least 2 characters; "".
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
+// "" when v is one safe path component: not empty, not "." or "..", at most
+// max_len characters, only letters, digits, '-', '_', '.'. Otherwise the
+// problem, naming `what` ("suite", "run id", "name").
+std::string name_problem(const std::string& what, const std::string& v, std::size_t max_len);
+// "42s", "3m07s", "2h05m"; "?" for a negative or non-finite time.
+std::string fmt_duration(double seconds);
+
+}  // namespace asgd
