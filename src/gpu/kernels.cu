@@ -16,19 +16,7 @@ unsigned blocks(idx len) {
   for (idx i = static_cast<idx>(blockIdx.x) * blockDim.x + threadIdx.x; i < (len); \
        i += static_cast<idx>(gridDim.x) * blockDim.x)
 
-__device__ float hash_uniform(std::uint64_t seed, std::uint64_t i) {
-  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(static_cast<double>(z >> 40) * (1.0 / 16777216.0));
-}
-
-// The outputs whose window covers input position p: o*stride <= p <= o*stride + k - 1.
-__device__ void covering(idx p, idx k, idx stride, idx n_out, idx& lo, idx& hi) {
-  lo = p >= k ? (p - k) / stride + 1 : 0;
-  hi = p / stride < n_out - 1 ? p / stride : n_out - 1;
-}
+namespace elem = asgd::kernels::elem;
 
 // The clipped window of pooling output o (flat NHWC index).
 struct PoolWin {
@@ -36,27 +24,23 @@ struct PoolWin {
 };
 __device__ PoolWin pool_win(const Pool& g, idx o) {
   const idx c = o % g.c, ox = (o / g.c) % g.ow, oy = (o / (g.c * g.ow)) % g.oh;
-  const idx y0 = oy * g.stride, x0 = ox * g.stride;
-  return {o / (g.c * g.ow * g.oh), c, y0, min(y0 + g.k, g.h), x0, min(x0 + g.k, g.w)};
+  const elem::Span y = elem::pool_span(oy, g.kh, g.stride, g.h);
+  const elem::Span x = elem::pool_span(ox, g.kw, g.stride, g.w);
+  return {o / (g.c * g.ow * g.oh), c, y.lo, y.hi, x.lo, x.hi};
 }
 
 // The outputs whose windows hold input i (flat NHWC index), as a window
 // [y0, y1] x [x0, x1] (inclusive) of output positions.
 __device__ PoolWin covering_outputs(const Pool& g, idx i) {
   const idx c = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h;
-  PoolWin q{i / (g.c * g.w * g.h), c, 0, 0, 0, 0};
-  covering(iy, g.k, g.stride, g.oh, q.y0, q.y1);
-  covering(ix, g.k, g.stride, g.ow, q.x0, q.x1);
-  return q;
+  const elem::OutRange ry = elem::covering(iy, g.kh, g.stride, g.oh);
+  const elem::OutRange rx = elem::covering(ix, g.kw, g.stride, g.ow);
+  return {i / (g.c * g.w * g.h), c, ry.lo, ry.hi, rx.lo, rx.hi};
 }
 
 __global__ void sgd_update_k(idx len, float lr, float m, float wd, float gs, const float* g,
                              float* inc, float* w) {
-  ASGD_FOR(i, len) {
-    const float v = m * inc[i] - lr * (gs * g[i] + wd * w[i]);
-    inc[i] = v;
-    w[i] += v;
-  }
+  ASGD_FOR(i, len) elem::sgd_step(g[i], inc[i], w[i], lr, m, wd, gs);
 }
 
 __global__ void subtract_k(idx len, const float* a, const float* b, float* out) {
@@ -70,7 +54,7 @@ __global__ void multiply_k(idx len, const float* a, const float* b, float* out) 
 __global__ void dropout_k(idx len, float p, float keep, std::uint64_t seed, const float* x,
                           float* scale, float* y) {
   ASGD_FOR(i, len) {
-    const float s = hash_uniform(seed, static_cast<std::uint64_t>(i)) < p ? 0.0f : keep;
+    const float s = elem::dropout_scale(seed, i, p, keep);
     scale[i] = s;
     y[i] = x[i] * s;
   }
@@ -81,21 +65,13 @@ __global__ void xent_k(idx n, idx m, const float* logits, const float* probs,
                        double* row_loss, std::int32_t* row_wrong) {
   ASGD_FOR(r, n) {
     const float* z = logits + r * m;
-    float zmax = -INFINITY;
-    idx arg = 0;
-    for (idx j = 0; j < m; ++j)
-      if (z[j] > zmax) {
-        zmax = z[j];
-        arg = j;
-      }
-    double sum = 0;
-    for (idx j = 0; j < m; ++j) sum += exp(static_cast<double>(z[j] - zmax));
+    const elem::XentRow row = elem::xent_row(z, m);
     const idx lab = labels[r];
-    row_loss[r] = log(sum) - static_cast<double>(z[lab] - zmax);
-    row_wrong[r] = arg != lab ? 1 : 0;
+    row_loss[r] = elem::xent_loss(row, z, lab);
+    row_wrong[r] = row.arg != lab ? 1 : 0;
     if (dlogits != nullptr)
       for (idx j = 0; j < m; ++j)
-        dlogits[r * m + j] = (probs[r * m + j] - (j == lab ? 1.0f : 0.0f)) * grad_scale;
+        dlogits[r * m + j] = elem::xent_grad(probs[r * m + j], j == lab, grad_scale);
   }
 }
 
@@ -147,43 +123,20 @@ __global__ void avgpool_bwd_k(Pool g, const float* dy, float* dx) {
     float s = 0;
     for (idx oy = q.y0; oy <= q.y1; ++oy)
       for (idx ox = q.x0; ox <= q.x1; ++ox) {
-        const idx y0 = oy * g.stride, y1 = min(y0 + g.k, g.h);
-        const idx x0 = ox * g.stride, x1 = min(x0 + g.k, g.w);
+        const elem::Span y = elem::pool_span(oy, g.kh, g.stride, g.h);
+        const elem::Span x = elem::pool_span(ox, g.kw, g.stride, g.w);
         s += dy[((q.b * g.oh + oy) * g.ow + ox) * g.c + q.c] /
-             static_cast<float>((y1 - y0) * (x1 - x0));
+             static_cast<float>((y.hi - y.lo) * (x.hi - x.lo));
       }
     dx[i] = s;
   }
 }
 
-// Sums f(j) over the (clipped, centred) LRN window of flat element i.
-template <class F>
-__device__ float lrn_sum(const Lrn& g, idx i, F f) {
-  const idx half = g.size / 2;
-  const idx ch = i % g.c, ix = (i / g.c) % g.w, iy = (i / (g.c * g.w)) % g.h;
-  const idx b = i / (g.c * g.w * g.h);
-  float s = 0;
-  if (g.cross_map) {
-    const idx lo = max(ch - half, idx(0)), hi = min(ch + half, g.c - 1);
-    const idx base = ((b * g.h + iy) * g.w + ix) * g.c;
-    for (idx j = lo; j <= hi; ++j) s += f(base + j);
-  } else {
-    const idx y0 = max(iy - half, idx(0)), y1 = min(iy + half, g.h - 1);
-    const idx x0 = max(ix - half, idx(0)), x1 = min(ix + half, g.w - 1);
-    for (idx yy = y0; yy <= y1; ++yy)
-      for (idx xx = x0; xx <= x1; ++xx) s += f(((b * g.h + yy) * g.w + xx) * g.c + ch);
-  }
-  return s;
-}
-
-__device__ float lrn_scale(const Lrn& g) {
-  return g.alpha / static_cast<float>(g.cross_map ? g.size : g.size * g.size);
-}
-
 __global__ void lrn_fwd_k(Lrn g, const float* x, float* denom, float* y) {
-  const float scale = lrn_scale(g);
+  const float scale = elem::lrn_scale(g);
   ASGD_FOR(i, g.n * g.h * g.w * g.c) {
-    const float s = lrn_sum(g, i, [&](idx j) { return x[j] * x[j]; });
+    float s = 0;
+    elem::lrn_window(g, i, [&](idx j) { s += x[j] * x[j]; });
     const float d = g.k + scale * s;
     denom[i] = d;
     y[i] = x[i] * powf(d, -g.beta);
@@ -196,9 +149,10 @@ __global__ void lrn_t_k(idx len, const float* y, const float* denom, const float
 
 __global__ void lrn_bwd_k(Lrn g, const float* x, const float* denom, const float* dy,
                           const float* t, float* dx) {
-  const float scale = lrn_scale(g);
+  const float scale = elem::lrn_scale(g);
   ASGD_FOR(i, g.n * g.h * g.w * g.c) {
-    const float s = lrn_sum(g, i, [&](idx j) { return t[j]; });
+    float s = 0;
+    elem::lrn_window(g, i, [&](idx j) { s += t[j]; });
     dx[i] = dy[i] * powf(denom[i], -g.beta) - 2.0f * g.beta * scale * x[i] * s;
   }
 }

@@ -1,11 +1,14 @@
 #pragma once
 // The CUDA kernels of the native GPU path (src/gpu/kernels.cu), as host
 // launchers with plain signatures so net.cpp is ordinary C++. Same layouts
-// and formulas as src/kernels/kernels.hpp (NHWC; parameter gradients
-// accumulate, input gradients are overwritten).
+// as src/kernels (NHWC; parameter gradients accumulate, input gradients are
+// overwritten); the per-element bodies are kernels/elementwise.hpp's, the ones
+// the CPU kernels use.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "kernels/elementwise.hpp"
 
 namespace asgd::gpu::kern {
 
@@ -28,10 +31,9 @@ void softmax_xent(cudaStream_t s, idx n, idx m, const float* logits, const float
                   const std::int32_t* labels, float grad_scale, float* dlogits, double* row_loss,
                   std::int32_t* row_wrong);
 
-// cuda-convnet ceil-mode pooling (first window at 0, clipped at the far edge).
-struct Pool {
-  idx n, h, w, c, k, stride, oh, ow;
-};
+// cuda-convnet ceil-mode pooling (first window at 0, clipped at the far edge;
+// square windows: kh == kw, no padding).
+using Pool = kernels::Window;
 void maxpool_forward(cudaStream_t s, const Pool& g, const float* x, float* y, std::int32_t* argmax);
 void maxpool_backward(cudaStream_t s, const Pool& g, const std::int32_t* argmax, const float* dy,
                       float* dx);
@@ -40,11 +42,7 @@ void avgpool_backward(cudaStream_t s, const Pool& g, const float* dy, float* dx)
 
 // LRN, same-map (size x size pixels of one channel) or cross-map (size
 // channels of one pixel): y = x * (k + alpha/S * sum x^2)^-beta.
-struct Lrn {
-  idx n, h, w, c, size;
-  float alpha, beta, k;
-  bool cross_map;
-};
+using Lrn = kernels::LrnParams;
 void lrn_forward(cudaStream_t s, const Lrn& g, const float* x, float* denom, float* y);
 void lrn_backward(cudaStream_t s, const Lrn& g, const float* x, const float* y, const float* denom,
                   const float* dy, float* t, float* dx);

@@ -175,7 +175,7 @@ struct GpuLayer {
 };
 
 kern::Pool pool_geom(const LayerSpec& s, index_t n) {
-  return {n, s.in.h, s.in.w, s.in.c, s.k, s.stride, s.out.h, s.out.w};
+  return {n, s.in.h, s.in.w, s.in.c, s.k, s.k, s.stride, 0, s.out.h, s.out.w};
 }
 kern::Lrn lrn_geom(const LayerSpec& s, index_t n) {
   return {n, s.in.h, s.in.w, s.in.c, s.size, s.alpha, s.beta, s.k_const, s.cross_map};

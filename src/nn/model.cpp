@@ -8,6 +8,12 @@
 #include <random>
 
 #include "common/error.hpp"
+#include "kernels/activation.hpp"
+#include "kernels/conv.hpp"
+#include "kernels/conv_rows.hpp"
+#include "kernels/dense.hpp"
+#include "kernels/lrn.hpp"
+#include "kernels/pool.hpp"
 
 namespace asgd::nn {
 
@@ -60,12 +66,10 @@ void fill_weights(const Init& init, std::uint64_t seed, index_t fan_in, index_t 
   std::fill(b, b + nb, static_cast<real_t>(init.bias));
 }
 
-// Each layer's init seed mixes the model seed with the layer index.
+// Each layer's init seed mixes the model seed with the layer index (the
+// dropout hash's splitmix64 of a + b * golden gamma).
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t z = a + 0x9E3779B97F4A7C15ull * (b + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return k::elem::splitmix64(a + 0x9E3779B97F4A7C15ull * b);
 }
 
 class Conv final : public Layer {

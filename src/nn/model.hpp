@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "common/types.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/common.hpp"
+#include "kernels/loss.hpp"
+#include "kernels/update.hpp"
 #include "nn/spec.hpp"
 #include "nn/zoo.hpp"
 

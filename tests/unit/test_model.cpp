@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "kernels/activation.hpp"
 #include "nn/model.hpp"
 
 using asgd::index_t;

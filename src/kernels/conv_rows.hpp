@@ -1,0 +1,109 @@
+#pragma once
+// Convolution, row-folded form (stride 1; see below). kernels/conv.hpp: the im2col form.
+#include "kernels/common.hpp"
+#include "kernels/conv.hpp"
+
+namespace asgd::kernels {
+
+// ---------------------------------------------------------------------------
+// Convolution, row-folded form (stride 1): instead of all KH*KW taps, the
+// workspace holds each padded input row's KW taps once,
+//   rows[(n, hp, ox), (j, c)] = x[n, hp - pad, ox - pad + j, c],  hp in [0, H + 2*pad),
+// and kernel row i of output row oy reads workspace row hp = oy + i. For one
+// sample and one kernel row that is a contiguous [OH*OW, KW*C] block, so
+//   y_n = sum_i rows_n[i*OW ...] x wt[i*KW*C ..., F]
+// is KH GEMMs of inner dimension KW*C. The workspace is (H+2*pad)/(KH*OH) of
+// im2col's (1/4 at 16x16, 5x5, pad 2), which is the copy the layer saves; the
+// GEMMs run as fast as the single one on the full im2col matrix. One GEMM per
+// sample and kernel row: meant for the host, for layers with many output pixels.
+// ---------------------------------------------------------------------------
+inline index_t im2row_len(const Window& g) {
+  return g.n * (g.h + 2 * g.pad) * g.ow * g.kw * g.c;
+}
+
+template <class Space>
+void im2row(const Window& g, const View1<Space>& x, const View1<Space>& rows) {
+  detail::check_len("im2row", "x", x.extent(0), g.n * g.h * g.w * g.c);
+  detail::check_len("im2row", "rows", rows.extent(0), im2row_len(g));
+  const Window q = g;
+  const index_t hp_n = g.h + 2 * g.pad;
+  Kokkos::parallel_for(
+      "asgd::conv2d[im2row]", Kokkos::RangePolicy<Space>(0, g.n * hp_n * g.ow),
+      KOKKOS_LAMBDA(index_t r) {
+        const index_t ox = r % q.ow;
+        const index_t hp = (r / q.ow) % hp_n;
+        const index_t b = r / (q.ow * hp_n);
+        const index_t iy = hp - q.pad;
+        const bool inside = iy >= 0 && iy < q.h;
+        detail::copy_taps(rows.data() + r * q.kw * q.c,
+                          inside ? x.data() + (b * q.h + iy) * q.w * q.c : nullptr,
+                          ox * q.stride - q.pad, q.kw, q.w, q.c);
+      });
+}
+
+namespace detail {
+inline void check_stride1(const char* what, const Window& g) {
+  if (g.stride != 1)
+    throw Error(fmt::format("{}: the row-folded convolution needs stride 1 (stride {})", what,
+                            g.stride));
+}
+// Sample b's block for kernel row i: [OH*OW, KW*C], and kernel row i of wt: [KW*C, F].
+template <class Space>
+View2<Space> row_block(const Window& g, const View1<Space>& rows, index_t b, index_t i) {
+  const index_t krow = g.kw * g.c;
+  return View2<Space>(rows.data() + ((b * (g.h + 2 * g.pad) + i) * g.ow) * krow, g.oh * g.ow,
+                      krow);
+}
+template <class Space>
+View2<Space> weight_row(const Window& g, index_t f, const View1<Space>& wt, index_t i) {
+  const index_t krow = g.kw * g.c;
+  return View2<Space>(wt.data() + i * krow * f, krow, f);
+}
+}  // namespace detail
+
+// y = conv(x, wt) + b, as conv2d_forward; rows is the im2row workspace
+// (im2row_len(g)), kept for the backward pass.
+template <class Space>
+void conv2d_forward_rows(const Window& g, index_t f, const View1<Space>& x, const View1<Space>& wt,
+                         const View1<Space>& b, const View1<Space>& rows, const View1<Space>& y) {
+  const char* what = "conv2d_forward_rows";
+  detail::check_stride1(what, g);
+  const index_t k = g.kh * g.kw * g.c, pix = g.oh * g.ow;
+  detail::check_len(what, "wt", wt.extent(0), k * f);
+  detail::check_len(what, "b", b.extent(0), f);
+  detail::check_len(what, "y", y.extent(0), g.n * pix * f);
+  if (g.n * pix == 0 || f == 0) return;
+  im2row<Space>(g, x, rows);
+  for (index_t n = 0; n < g.n; ++n) {
+    const View2<Space> yn(y.data() + n * pix * f, pix, f);
+    for (index_t i = 0; i < g.kh; ++i)
+      KokkosBlas::gemm("N", "N", real_t(1), detail::row_block<Space>(g, rows, n, i),
+                       detail::weight_row<Space>(g, f, wt, i), real_t(i == 0 ? 0 : 1), yn);
+  }
+  detail::add_bias<Space>(detail::as_matrix<Space>(y, g.n * pix, f), b);
+}
+
+// As conv2d_backward, from the im2row workspace: dwt += sum over samples and
+// kernel rows of rows_n^T dy_n; db += column sums of dy; if dx.data(): dcol =
+// dy wt^T (the full im2col shape) and dx = col2im(dcol).
+template <class Space>
+void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
+                          const View1<Space>& wt, const View1<Space>& dy,
+                          const View1<Space>& dcol, const View1<Space>& dx,
+                          const View1<Space>& dwt, const View1<Space>& db,
+                          const View1<Space>& ones) {
+  const char* what = "conv2d_backward_rows";
+  detail::check_stride1(what, g);
+  detail::check_len(what, "rows", rows.extent(0), im2row_len(g));
+  if (detail::conv_backward_begin<Space>(what, g, f, wt, dy, dx, dwt, db, ones)) return;
+  const index_t pix = g.oh * g.ow;
+  for (index_t n = 0; n < g.n; ++n) {
+    const View2<Space> dyn(dy.data() + n * pix * f, pix, f);
+    for (index_t i = 0; i < g.kh; ++i)
+      KokkosBlas::gemm("T", "N", real_t(1), detail::row_block<Space>(g, rows, n, i), dyn,
+                       real_t(1), detail::weight_row<Space>(g, f, dwt, i));
+  }
+  detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);
+}
+
+}  // namespace asgd::kernels
