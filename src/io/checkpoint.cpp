@@ -3,6 +3,7 @@
 // /progress, as documented in results/README.md.
 #include "io/h5_util.hpp"
 #include "io/results.hpp"
+#include "io/virtual_state.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -87,6 +88,7 @@ void write_checkpoint_at(const h5::Loc& root, const Checkpoint& c) {
     h5::Group g = h5::create_group(root, "progress");
     h5::write_run_result(h5::Loc{g.get(), "/progress"}, c.progress);
   }
+  if (!c.virtual_state.empty()) write_virtual_state(root, c.virtual_state, c.n_params);
 }
 
 Checkpoint read_checkpoint_at(const h5::Loc& root) {
@@ -135,6 +137,7 @@ Checkpoint read_checkpoint_at(const h5::Loc& root) {
     h5::Group g = h5::open_group(root, "progress");
     c.progress = h5::read_run_result(h5::Loc{g.get(), "/progress"});
   }
+  if (h5::has_link(root, "virtual")) c.virtual_state = read_virtual_state(root, c.n_params);
   validate(c);
   return c;
 }

@@ -117,6 +117,27 @@ struct LearnerCursor {
   std::int64_t epoch = 0, batch = 0;  // data::Sampler::State
 };
 
+// What a run of virtual learners needs beyond the server's state to continue
+// exactly (written at an update, when no gradient is pending at the server):
+// the virtual time, the event queue and each learner's state. Per-learner
+// arrays have one entry per learner; weights, fetched and inc hold
+// learners x n_params floats, learner-major (fetched and inc: weight-delta
+// protocols only, else empty).
+struct VirtualState {
+  double now = 0;
+  std::uint64_t seq = 0;  // events scheduled so far (ties in the queue are broken by it)
+  std::vector<double> event_time;
+  std::vector<std::uint64_t> event_seq;
+  std::vector<std::int32_t> event_learner;
+  std::vector<std::int64_t> timestamp, steps;  // clock of the weights held; minibatches done
+  std::vector<LearnerCursor> cursors;          // each learner's sampler
+  std::vector<LearnerTiming> timing;           // virtual times so far
+  std::vector<double> push_at;                 // when its pending push reached the server
+  std::vector<std::uint64_t> timing_rng;       // the timing model's generator states
+  std::vector<float> weights, fetched, inc;
+  bool empty() const { return timestamp.empty(); }
+};
+
 struct Checkpoint {
   std::int32_t schema_version = kCheckpointSchemaVersion;
   std::string run_id, model;
@@ -132,6 +153,7 @@ struct Checkpoint {
   std::vector<LearnerCursor> cursors;    // one per learner
   std::vector<std::uint64_t> rng_state;  // opaque RNG words (dropout etc.)
   RunResult progress;                    // series so far, to continue the results
+  VirtualState virtual_state;            // virtual runs only (group /virtual); else empty
 };
 
 // Same atomic write as write_results.

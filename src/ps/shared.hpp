@@ -47,21 +47,13 @@ void from_host(const std::vector<float>& src, const nn::View& v);
 void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info,
                  const std::string& protocol, const std::string& mpi_version);
 
-// One trainer per run: validates cfg, makes the result folders and takes the
-// run's lock (throws asgd::Error when another process trains it).
-io::RunLock lock_run(const TrainConfig& cfg);
-
-// The start every trainer shares: validate cfg, make the result folders, and
-// when the results file already exists fill `out` as skipped and return true.
-bool finished_already(const TrainConfig& cfg, TrainOutcome& out);
-
-// The data set and the model for it, finalised for batches up to
-// max(batch, eval_batch), BLAS threads set.
+// The data set and the model for it, finalised for batches up to max_batch,
+// BLAS threads set (RunSession::load).
 struct RunSetup {
   data::DataPair data;
   nn::Model model;
 };
-RunSetup load_run(const TrainConfig& cfg);
+RunSetup load_run(const TrainConfig& cfg, index_t max_batch);
 
 // Warm start from cfg.warm_start: the weights of a 1-shard checkpoint of the
 // same model (its momentum is not taken). Throws asgd::Error naming the file.

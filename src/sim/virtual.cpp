@@ -1,76 +1,30 @@
 #include "sim/virtual.hpp"
 
-#include <KokkosBlas1_axpby.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <numbers>
 #include <queue>
-#include <random>
 
-#include "common/blas_env.hpp"
 #include "common/error.hpp"
+#include "ps/local_steps.hpp"
+#include "ps/session.hpp"
 #include "ps/shard_core.hpp"
 #include "ps/shared.hpp"
+#include "sim/timing.hpp"
 
 namespace asgd::sim {
 
-namespace fs = std::filesystem;
-using namespace ps::detail;
+using ps::detail::Clock;
+using ps::detail::seconds_since;
 
 namespace {
 
-// Per-learner minibatch compute times and the push/pull time, drawn from the
-// timing model. Deterministic: mt19937_64 per learner and Box-Muller.
-class Timing {
- public:
-  Timing(const TrainConfig& cfg, double compute_s, double comm_s)
-      : cfg_(cfg), compute_s_(compute_s), comm_s_(comm_s) {
-    for (int l = 0; l < cfg.learners; ++l)
-      rng_.emplace_back(ps::detail::mix(cfg.seed ^ 0x7153, static_cast<std::uint64_t>(l)));
-  }
-  double compute(int l) {
-    double t = compute_s_;
-    const double cv = cfg_.compute_cv;
-    if (cfg_.timing == "normal" || cfg_.timing == "calibrate") {
-      t = std::max(0.05 * compute_s_, compute_s_ * (1 + cv * normal(l)));
-    } else if (cfg_.timing == "lognormal") {
-      const double s2 = std::log(1 + cv * cv);
-      t = compute_s_ * std::exp(std::sqrt(s2) * normal(l) - s2 / 2);
-    }
-    return l == cfg_.straggler ? t * cfg_.straggler_factor : t;
-  }
-  double comm() const { return comm_s_; }
-  nlohmann::json describe(bool calibrated) const {
-    return {{"kind", cfg_.timing == "calibrate" ? "normal" : cfg_.timing},
-            {"compute_s", compute_s_},
-            {"compute_cv", cfg_.compute_cv},
-            {"comm_s", comm_s_},
-            {"straggler", cfg_.straggler},
-            {"straggler_factor", cfg_.straggler_factor},
-            {"calibrated", calibrated},
-            {"note", "virtual clock: gradients are computed for real on each learner's stale "
-                     "weights; times are drawn from this model"}};
-  }
-
- private:
-  double normal(int l) {
-    auto& g = rng_[static_cast<std::size_t>(l)];
-    const double u1 = 1.0 - static_cast<double>(g() >> 11) * 0x1.0p-53;
-    const double u2 = static_cast<double>(g() >> 11) * 0x1.0p-53;
-    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-  }
-  const TrainConfig& cfg_;
-  double compute_s_, comm_s_;
-  std::vector<std::mt19937_64> rng_;
-};
-
 struct Learner {
   nn::View weights;           // the (stale) copy this learner computes on
-  nn::View fetched, inc;      // nsync: weights as fetched, local momentum
+  nn::View fetched, inc;      // weight-delta pushes: weights as fetched, local momentum
   std::int64_t timestamp = 0;
   std::unique_ptr<data::Sampler> sampler;
   io::LearnerTiming timing;
@@ -85,242 +39,319 @@ struct Event {
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
+// The figures of the timing model: given, calibrated here (a measured
+// minibatch, and a memory copy of the parameters each way as push + pull),
+// or, on a resume, the ones the run started with.
+struct TimingFigures {
+  double compute_s = 0, comm_s = 0;
+  bool calibrated = false;
+};
+
+class VirtualRun {
+ public:
+  VirtualRun(ps::RunSession& s, ps::detail::RunSetup& run)
+      : s_(s), cfg_(s.cfg()), data_(run.data), model_(run.model), L_(cfg_.learners),
+        P_(model_.n_params()), rule_(cfg_), local_(cfg_, rule_, data_.train, data_.train.sample_size()),
+        core_(cfg_, P_, L_, data_.train.n), learners_(static_cast<std::size_t>(L_)),
+        res_(s.outcome().result) {
+    for (int l = 0; l < L_; ++l) {
+      Learner& ln = learners_[static_cast<std::size_t>(l)];
+      ln.weights = nn::View(fmt::format("asgd::learner{}::w", l), P_);
+      if (rule_.delta()) {
+        ln.fetched = nn::View(fmt::format("asgd::learner{}::fetched", l), P_);
+        ln.inc = nn::View(fmt::format("asgd::learner{}::inc", l), P_);
+      }
+      ln.sampler = std::make_unique<data::Sampler>(data_.train.n, cfg_.seed, l, L_, cfg_.batch);
+      ln.timing.learner = l;
+    }
+  }
+
+  void start(const RunInfo& info) {
+    s_.header(res_, info, cfg_.protocol, "none (virtual learners)");
+    res_.mode = "virtual";
+    io::CheckpointExpect want;
+    want.n_params = P_;
+    want.learners = L_;
+    const auto ck = s_.resume(s_.paths().checkpoint, want);
+    if (ck && ck->virtual_state.empty())
+      throw Error(fmt::format("{}: the checkpoint holds no virtual learners' state (written at the "
+                              "end of a run, or by another mode); remove it to start again",
+                              s_.paths().checkpoint));
+    const TimingFigures fig = ck ? figures_of(*ck) : fresh_start();
+    timing_ = std::make_unique<Timing>(cfg_, fig.compute_s, fig.comm_s);
+    res_.timing_model_json = timing_->describe(fig.calibrated).dump();
+    if (ck) {
+      restore(*ck);
+    } else {
+      Kokkos::deep_copy(core_.weights(), model_.params());
+      now_ = warm_s_;
+      for (int l = 0; l < L_; ++l) start_cycle(l, warm_s_);
+    }
+    res_.summary.warm_up_s = warm_s_;
+    if (!s_.opt().quiet) {
+      spdlog::info("run {} -> {} (virtual: {} learners, protocol {}, compute {:.4f}s, comm {:.5f}s)",
+                   res_.run_id, s_.paths().results, L_, cfg_.protocol, fig.compute_s, fig.comm_s);
+      if (ck) spdlog::info("resuming {} from checkpoint at update {} (virtual time {:.1f}s)",
+                           res_.run_id, core_.clock(), now_);
+    }
+  }
+
+  std::string train() {
+    const auto wall0 = Clock::now();
+    // the real interval this process computed in (the figures are modelled, so
+    // an overlap with other runs does not touch them; the report says so)
+    res_.train_started = unix_now();
+    std::int64_t updates_here = 0;
+    while (!queue_.empty()) {
+      const Event ev = queue_.top();
+      queue_.pop();
+      now_ = ev.time;
+      const int l = ev.learner;
+      const bool update = push(l);
+      if (update) {
+        if (core_.diverged()) {
+          s_.warn_diverged(core_.clock(), core_.series().updates.back().train_loss);
+          return "diverged";
+        }
+        if (core_.done()) return "completed";
+        if (s_.evals().due(core_.epoch())) evaluate_now();
+      }
+      if (!rule_.barrier()) {
+        start_cycle(l, now_);
+      } else if (update) {
+        for (int p : core_.last_update_learners()) {
+          Learner& q = learners_[static_cast<std::size_t>(p)];
+          q.timing.wait_s += now_ - q.push_at;
+          start_cycle(p, now_);
+        }
+      }
+      // at an update nothing is pending at the server: the state is complete
+      if (update && cfg_.checkpoint_every > 0 && core_.clock() % cfg_.checkpoint_every == 0)
+        checkpoint(true);
+      if (update && s_.opt().abort_after > 0 && ++updates_here >= s_.opt().abort_after)
+        throw ps::Aborted(fmt::format("aborted after {} updates (test hook)", updates_here));
+      if (s_.progress_due()) progress(wall0);
+    }
+    return "completed";
+  }
+
+  void finish(const std::string& status) {
+    if (status == "completed") evaluate_now();
+    res_.updates = core_.series().updates;
+    res_.staleness_histogram = core_.series().staleness_histogram;
+    res_.learners = core_.learner_counts();
+    for (int l = 0; l < L_; ++l) {
+      const auto& t = learners_[static_cast<std::size_t>(l)].timing;
+      auto& row = res_.learners[static_cast<std::size_t>(l)];
+      row.compute_s = t.compute_s;
+      row.wait_s = t.wait_s;
+      row.push_s = t.push_s;
+      row.pull_s = t.pull_s;
+    }
+    // the final weights, as a checkpoint (for warm starts and comparisons)
+    s_.finish(res_, status, now_, core_.epoch(), [&] { checkpoint(false); });
+  }
+
+ private:
+  TimingFigures fresh_start() {
+    s_.start_weights(model_);
+    TimingFigures fig{cfg_.compute_s, cfg_.comm_s, false};
+    if (cfg_.timing == "calibrate" || fig.compute_s == 0 || fig.comm_s == 0) {
+      fig.calibrated = true;
+      calibrate(fig);
+    }
+    if (cfg_.warm_steps > 0) {
+      ps::detail::warm_up(cfg_, model_, data_.train);
+      // warm-up steps are training: one learner's steps on the clock, at the
+      // model's compute time each, before the learners start
+      warm_s_ = static_cast<double>(cfg_.warm_steps) * fig.compute_s;
+    }
+    return fig;
+  }
+
+  // The model's measured compute time (mean of 3 after one) and a memory copy
+  // of the parameters each way as push + pull. Leaves the weights as they were.
+  void calibrate(TimingFigures& fig) {
+    nn::View probe("asgd::probe", P_);
+    Kokkos::deep_copy(probe, model_.params());
+    data::Sampler sampler(data_.train.n, cfg_.seed ^ 0xca11, 0, 1, cfg_.batch);
+    std::int64_t steps = 0;
+    local_.gradient(model_, sampler, 0, steps);
+    auto t0 = Clock::now();
+    for (int i = 0; i < 3; ++i) local_.gradient(model_, sampler, 0, steps);
+    Kokkos::fence();
+    if (fig.compute_s == 0 || cfg_.timing == "calibrate") fig.compute_s = seconds_since(t0) / 3;
+    t0 = Clock::now();
+    for (int i = 0; i < 4; ++i) Kokkos::deep_copy(probe, model_.params());
+    Kokkos::fence();
+    if (fig.comm_s == 0 || cfg_.timing == "calibrate") fig.comm_s = seconds_since(t0) / 2;
+  }
+
+  TimingFigures figures_of(const io::Checkpoint& ck) {
+    const auto j = nlohmann::json::parse(ck.progress.timing_model_json, nullptr, false);
+    if (!j.is_object() || !j.contains("compute_s") || !j.contains("comm_s") ||
+        !j["compute_s"].is_number() || !j["comm_s"].is_number())
+      throw Error(fmt::format("{}: the checkpoint holds no timing model to continue with",
+                              s_.paths().checkpoint));
+    warm_s_ = ck.progress.summary.warm_up_s;
+    return {j["compute_s"].get<double>(), j["comm_s"].get<double>(),
+            j.value("calibrated", false)};
+  }
+
+  // The learner receives the current weights at `now` and starts its next
+  // cycle: its push reaches the server after pull + compute + push.
+  void start_cycle(int l, double now) {
+    Learner& ln = learners_[static_cast<std::size_t>(l)];
+    Kokkos::deep_copy(ln.weights, core_.weights());
+    if (rule_.delta()) Kokkos::deep_copy(ln.fetched, core_.weights());
+    ln.timestamp = core_.clock();
+    // one draw per minibatch, as a real learner spends
+    double c = 0;
+    for (int i = 0; i < rule_.local_steps(); ++i) c += timing_->compute(l);
+    ln.timing.pull_s += timing_->comm() / 2;
+    ln.timing.compute_s += c;
+    ln.timing.push_s += timing_->comm() / 2;
+    queue_.push({now + timing_->comm() + c, seq_++, l});
+  }
+
+  // Learner l's cycle, computed for real on the weights it held, reaches the
+  // server. Returns whether it completed an update.
+  bool push(int l) {
+    Learner& ln = learners_[static_cast<std::size_t>(l)];
+    Kokkos::deep_copy(model_.params(), ln.weights);
+    const ps::LocalResult r = local_.run(model_, *ln.sampler, l, ln.steps, ln.inc, ln.fetched);
+    const auto cur = ln.sampler->state();
+    ln.push_at = now_;
+    ln.timing.gradients += 1;
+    return core_.accept({l, ln.timestamp, r.samples, r.loss_sum, r.wrong, {cur.epoch, cur.batch}},
+                        now_, &model_.grads());
+  }
+
+  void evaluate_now() {
+    Kokkos::deep_copy(model_.params(), core_.weights());
+    const ps::detail::Eval e =
+        ps::detail::evaluate(model_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
+    // eval_s 0: evaluation takes no virtual time, and a measured time would
+    // make repeat runs differ
+    res_.evals.push_back({core_.epoch(), core_.clock(), now_, e.loss, e.error, 0.0});
+    s_.evals().done(core_.epoch());
+    if (!s_.opt().quiet)
+      spdlog::info("eval  epoch {:.2f}  update {}  test error {:.2f}%  (virtual time {:.1f}s)",
+                   core_.epoch(), core_.clock(), 100 * e.error, now_);
+  }
+
+  void progress(Clock::time_point wall0) {
+    const auto& u = core_.series().updates;
+    spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  virtual {:.1f}s  "
+                 "({:.0f} gradients/s real)",
+                 core_.epoch(), cfg_.epochs, core_.clock(), u.empty() ? 0.0 : u.back().train_loss,
+                 u.empty() ? 0.0 : u.back().mean_tau, now_,
+                 static_cast<double>(seq_) / seconds_since(wall0));
+    s_.printed();
+  }
+
+  void checkpoint(bool with_learners) {
+    io::Checkpoint ck = s_.checkpoint(core_.clock(), core_.epoch(), now_, P_);
+    ck.weights = ps::detail::to_host(core_.weights());
+    ck.momentum = ps::detail::to_host(core_.momentum());
+    ck.cursors = core_.cursors();
+    ck.progress = res_;
+    ck.progress.updates = core_.series().updates;
+    ck.progress.staleness_histogram = core_.series().staleness_histogram;
+    ck.progress.learners = core_.learner_counts();
+    if (with_learners) ck.virtual_state = save_learners();
+    io::write_checkpoint(s_.paths().checkpoint, ck);
+  }
+
+  io::VirtualState save_learners() const {
+    io::VirtualState v;
+    v.now = now_;
+    v.seq = seq_;
+    for (auto q = queue_; !q.empty(); q.pop()) {
+      v.event_time.push_back(q.top().time);
+      v.event_seq.push_back(q.top().seq);
+      v.event_learner.push_back(q.top().learner);
+    }
+    auto append = [](std::vector<float>& to, const nn::View& from) {
+      const auto h = ps::detail::to_host(from);
+      to.insert(to.end(), h.begin(), h.end());
+    };
+    for (const Learner& ln : learners_) {
+      v.timestamp.push_back(ln.timestamp);
+      v.steps.push_back(ln.steps);
+      const auto st = ln.sampler->state();
+      v.cursors.push_back({st.epoch, st.batch});
+      v.timing.push_back(ln.timing);
+      v.push_at.push_back(ln.push_at);
+      append(v.weights, ln.weights);
+      if (rule_.delta()) {
+        append(v.fetched, ln.fetched);
+        append(v.inc, ln.inc);
+      }
+    }
+    v.timing_rng = timing_->save();
+    return v;
+  }
+
+  void restore(const io::Checkpoint& ck) {
+    const io::VirtualState& v = ck.virtual_state;
+    if (static_cast<int>(v.timestamp.size()) != L_ || (rule_.delta() && v.fetched.empty()))
+      throw Error(fmt::format("{}: the checkpoint's virtual state does not fit this run ({} learners)",
+                              s_.paths().checkpoint, L_));
+    core_.restore(ck);
+    now_ = v.now;
+    seq_ = v.seq;
+    for (std::size_t i = 0; i < v.event_time.size(); ++i)
+      queue_.push({v.event_time[i], v.event_seq[i], v.event_learner[i]});
+    auto slice = [&](const std::vector<float>& all, std::size_t l) {
+      return std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(l * static_cast<std::size_t>(P_)),
+                                all.begin() + static_cast<std::ptrdiff_t>((l + 1) * static_cast<std::size_t>(P_)));
+    };
+    for (std::size_t l = 0; l < learners_.size(); ++l) {
+      Learner& ln = learners_[l];
+      ln.timestamp = v.timestamp[l];
+      ln.steps = v.steps[l];
+      ln.sampler->restore({v.cursors[l].epoch, v.cursors[l].batch});
+      ln.timing = v.timing[l];
+      ln.timing.learner = static_cast<std::int32_t>(l);
+      ln.push_at = v.push_at[l];
+      ps::detail::from_host(slice(v.weights, l), ln.weights);
+      if (rule_.delta()) {
+        ps::detail::from_host(slice(v.fetched, l), ln.fetched);
+        ps::detail::from_host(slice(v.inc, l), ln.inc);
+      }
+    }
+    timing_->restore(v.timing_rng);
+    res_.evals = ck.progress.evals;
+  }
+
+  ps::RunSession& s_;
+  const TrainConfig& cfg_;
+  const data::DataPair& data_;
+  nn::Model& model_;
+  int L_;
+  index_t P_;
+  ps::UpdateRule rule_;
+  ps::LocalSteps local_;
+  ps::ShardCore core_;
+  std::vector<Learner> learners_;
+  std::unique_ptr<Timing> timing_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::uint64_t seq_ = 0;
+  double now_ = 0, warm_s_ = 0;
+  io::RunResult& res_;
+};
+
 }  // namespace
 
 ps::TrainOutcome train_virtual(const TrainConfig& cfg, const ps::TrainOptions& opt) {
-  ps::TrainOutcome out;
-  const io::RunLock lock = lock_run(cfg);
-  if (finished_already(cfg, out)) return out;
-  RunSetup run = load_run(cfg);
-  const auto& data = run.data;
-  nn::Model& model = run.model;
-  model.init(cfg.seed);
-  if (!cfg.warm_start.empty()) load_warm_start(cfg, model);
-  if (cfg.warm_steps > 0) warm_up(cfg, model, data.train);
-  const int L = cfg.learners;
-  const index_t P = model.n_params();
-
-  nn::View x("asgd::x", cfg.batch * data.train.sample_size());
-  nn::IView y("asgd::y", cfg.batch);
-  auto xh = Kokkos::create_mirror_view(x);
-  auto yh = Kokkos::create_mirror_view(y);
-  std::vector<index_t> idx;
-  // One real gradient of learner l on its own weights, into model.grads().
-  auto gradient = [&](Learner& ln, int l, kernels::LossSum& sum) {
-    Kokkos::deep_copy(model.params(), ln.weights);
-    ln.sampler->next(idx);
-    data::gather_batch(data.train, idx, xh.data(), yh.data());
-    Kokkos::deep_copy(x, xh);
-    Kokkos::deep_copy(y, yh);
-    model.zero_grads();
-    const auto s = model.forward_backward(
-        cfg.batch, x, y,
-        nn::Context{true, mix(mix(cfg.seed, static_cast<std::uint64_t>(l)), static_cast<std::uint64_t>(ln.steps++))},
-        true);
-    sum.loss += s.loss;
-    sum.wrong += s.wrong;
-  };
-
-  // Calibration: the measured compute time of this model (mean of 3 after a
-  // warm-up) and a memory copy of the parameters each way as push + pull.
-  double compute_s = cfg.compute_s, comm_s = cfg.comm_s;
-  const bool calibrate = cfg.timing == "calibrate" || compute_s == 0 || comm_s == 0;
-  if (calibrate) {
-    Learner probe;
-    probe.weights = nn::View("asgd::probe", P);
-    Kokkos::deep_copy(probe.weights, model.params());
-    probe.sampler = std::make_unique<data::Sampler>(data.train.n, cfg.seed ^ 0xca11, 0, 1, cfg.batch);
-    kernels::LossSum dummy;
-    gradient(probe, 0, dummy);
-    auto t0 = Clock::now();
-    for (int i = 0; i < 3; ++i) gradient(probe, 0, dummy);
-    Kokkos::fence();
-    if (compute_s == 0 || cfg.timing == "calibrate") compute_s = seconds_since(t0) / 3;
-    t0 = Clock::now();
-    for (int i = 0; i < 4; ++i) Kokkos::deep_copy(probe.weights, model.params());
-    Kokkos::fence();
-    if (comm_s == 0 || cfg.timing == "calibrate") comm_s = seconds_since(t0) / 2;
-    model.init(cfg.seed);
-    if (!cfg.warm_start.empty()) load_warm_start(cfg, model);
-    if (cfg.warm_steps > 0) warm_up(cfg, model, data.train);
-  }
-  Timing timing(cfg, compute_s, comm_s);
-  // Warm-up steps (--warm-steps) are training: one learner's steps on the
-  // clock, at the model's compute time each, before the learners start.
-  const double warm_s = cfg.warm_steps > 0 ? static_cast<double>(cfg.warm_steps) * compute_s : 0.0;
-
-  ps::ShardCore core(cfg, P, L, data.train.n);
-  Kokkos::deep_copy(core.weights(), model.params());
-  std::vector<Learner> learners(static_cast<std::size_t>(L));
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue;
-  std::uint64_t seq = 0;
-  // The learner receives the current weights at `now` and starts its next
-  // minibatch: its push reaches the server after pull + compute + push.
-  auto start_cycle = [&](int l, double now) {
-    Learner& ln = learners[static_cast<std::size_t>(l)];
-    Kokkos::deep_copy(ln.weights, core.weights());
-    if (ln.fetched.data() != nullptr) Kokkos::deep_copy(ln.fetched, core.weights());
-    ln.timestamp = core.clock();
-    // nsync: n_sync local steps, each its own compute time (one draw per
-    // minibatch, as a real learner spends); the other protocols: one.
-    const int local = core.rule().delta() ? cfg.n_sync : 1;
-    double c = 0;
-    for (int i = 0; i < local; ++i) c += timing.compute(l);
-    ln.timing.pull_s += timing.comm() / 2;
-    ln.timing.compute_s += c;
-    ln.timing.push_s += timing.comm() / 2;
-    queue.push({now + timing.comm() + c, seq++, l});
-  };
-  for (int l = 0; l < L; ++l) {
-    Learner& ln = learners[static_cast<std::size_t>(l)];
-    ln.weights = nn::View(fmt::format("asgd::learner{}::w", l), P);
-    if (core.rule().delta()) {
-      ln.fetched = nn::View(fmt::format("asgd::learner{}::fetched", l), P);
-      ln.inc = nn::View(fmt::format("asgd::learner{}::inc", l), P);
-    }
-    ln.sampler = std::make_unique<data::Sampler>(data.train.n, cfg.seed, l, L, cfg.batch);
-    ln.timing.learner = l;
-    start_cycle(l, warm_s);
-  }
-
-  io::RunResult res;
-  const RunInfo info = collect_run_info();
-  fill_header(res, cfg, info, cfg.protocol, "none (virtual learners)");
-  res.mode = "virtual";
-  res.timing_model_json = timing.describe(calibrate).dump();
-  if (!opt.quiet) {
-    spdlog::info("run {} -> {} (virtual: {} learners, protocol {}, compute {:.4f}s, comm {:.5f}s)",
-                 res.run_id, out.paths.results, L, cfg.protocol, compute_s, comm_s);
-  }
-
-  res.summary.warm_up_s = warm_s;
-  double last_eval_epoch = 0, now = warm_s;
-  std::vector<int> waiting;  // barrier: learners whose gradient is in the open update
-  std::string status = "completed";
-  auto last_print = Clock::now();
-  const auto wall0 = Clock::now();
-  // the real interval this process computed in (the figures are modelled, so
-  // an overlap with other runs does not touch them; the report says so)
-  res.train_started = unix_now();
-  auto eval = [&] {
-    Kokkos::deep_copy(model.params(), core.weights());
-    const Eval e = evaluate(model, data.test, cfg.eval_batch, cfg.eval_samples);
-    // eval_s 0: evaluation takes no virtual time, and a measured time would
-    // make repeat runs differ
-    res.evals.push_back({core.epoch(), core.clock(), now, e.loss, e.error, 0.0});
-    last_eval_epoch = core.epoch();
-    if (!opt.quiet)
-      spdlog::info("eval  epoch {:.2f}  update {}  test error {:.2f}%  (virtual time {:.1f}s)",
-                   core.epoch(), core.clock(), 100 * e.error, now);
-  };
-  while (!queue.empty()) {
-    const Event ev = queue.top();
-    queue.pop();
-    now = ev.time;
-    const int l = ev.learner;
-    Learner& ln = learners[static_cast<std::size_t>(l)];
-    // The gradient of this cycle, computed on the weights the learner held.
-    kernels::LossSum sum;
-    const int local = core.rule().delta() ? cfg.n_sync : 1;
-    for (int i = 0; i < local; ++i) {
-      const auto st = ln.sampler->state();
-      gradient(ln, l, sum);
-      if (core.rule().delta()) {  // same local schedule as the MPI learner
-        const double epoch = static_cast<double>(st.epoch) +
-                             static_cast<double>(st.batch) /
-                                 static_cast<double>(ln.sampler->batches_per_epoch());
-        kernels::sgd_update<nn::Space>(P, static_cast<real_t>(ps::scheduled_lr(cfg, epoch)),
-                                       static_cast<real_t>(cfg.momentum),
-                                       static_cast<real_t>(cfg.weight_decay), model.grads(), ln.inc,
-                                       model.params());
-        Kokkos::deep_copy(ln.weights, model.params());
-      }
-    }
-    if (core.rule().delta()) {
-      Kokkos::deep_copy(core.inbox(), ln.weights);
-      KokkosBlas::axpy(real_t(-1), ln.fetched, core.inbox());
-    } else {
-      Kokkos::deep_copy(core.inbox(), model.grads());
-    }
-    const auto cur = ln.sampler->state();
-    ln.push_at = now;
-    ln.timing.gradients += 1;
-    const bool update = core.accept(
-        {l, ln.timestamp, static_cast<std::int64_t>(local) * cfg.batch, sum.loss, sum.wrong,
-         {cur.epoch, cur.batch}},
-        now);
-    bool stop = false;
-    if (update) {
-      if (core.diverged()) {
-        status = "diverged";
-        stop = true;
-        if (!opt.quiet)
-          spdlog::warn("diverged at update {}: training loss {}", core.clock(),
-                       core.series().updates.back().train_loss);
-      } else if (core.done()) {
-        stop = true;
-      } else if (std::floor(core.epoch() / cfg.eval_every) >
-                 std::floor(last_eval_epoch / cfg.eval_every)) {
-        eval();
-      }
-    }
-    if (stop) break;
-    if (!core.rule().barrier()) {
-      start_cycle(l, now);
-    } else if (update) {
-      for (int p : core.last_update_learners()) {
-        Learner& q = learners[static_cast<std::size_t>(p)];
-        q.timing.wait_s += now - q.push_at;
-        start_cycle(p, now);
-      }
-    }
-    if (!opt.quiet && seconds_since(last_print) >= opt.progress_every_s) {
-      const auto& u = core.series().updates;
-      spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  virtual {:.1f}s  "
-                   "({:.0f} gradients/s real)",
-                   core.epoch(), cfg.epochs, core.clock(), u.empty() ? 0.0 : u.back().train_loss,
-                   u.empty() ? 0.0 : u.back().mean_tau, now,
-                   static_cast<double>(seq) / seconds_since(wall0));
-      last_print = Clock::now();
-    }
-  }
-  if (status == "completed") eval();
-
-  res.status = status;
-  res.train_finished = unix_now();
-  res.updates = core.series().updates;
-  res.staleness_histogram = core.series().staleness_histogram;
-  res.learners = core.learner_counts();
-  for (int l = 0; l < L; ++l) {
-    const auto& t = learners[static_cast<std::size_t>(l)].timing;
-    auto& row = res.learners[static_cast<std::size_t>(l)];
-    row.compute_s = t.compute_s;
-    row.wait_s = t.wait_s;
-    row.push_s = t.push_s;
-    row.pull_s = t.pull_s;
-  }
-  res.summary.train_time_s = now;
-  res.summary.epochs = core.epoch();
-  ps::summarise(res, cfg.target_error);
-  io::write_results(out.paths.results, res);
-  // The final weights, as a checkpoint (for warm starts and comparisons).
-  io::Checkpoint ck;
-  ck.run_id = res.run_id;
-  ck.model = cfg.model;
-  ck.config_hash = config_hash(cfg);
-  ck.n_params = P;
-  ck.clock = core.clock();
-  ck.schedule_step = core.clock();
-  ck.epochs = core.epoch();
-  ck.wall_s = now;
-  ck.weights = to_host(core.weights());
-  ck.momentum = to_host(core.momentum());
-  ck.cursors = core.cursors();
-  ck.rng_state = {cfg.seed};
-  ck.progress = res;
-  io::write_checkpoint(out.paths.checkpoint, ck);
-  out.result = std::move(res);
-  return out;
+  ps::RunSession session(cfg, opt);
+  if (session.finished()) return session.outcome();
+  ps::detail::RunSetup run = session.load();
+  VirtualRun vr(session, run);
+  vr.start(collect_run_info());
+  vr.finish(vr.train());
+  return session.outcome();
 }
 
 }  // namespace asgd::sim

@@ -1,0 +1,96 @@
+#pragma once
+// One run's lifecycle, shared by every driver (single learner, MPI, virtual
+// learners), so that each step is written once:
+//
+//   RunSession s(cfg, opt, writer);        validate, folders, the run's lock (writer)
+//   if (s.finished()) return s.outcome();  a results file exists (and did not fail)
+//   s.load()                               resources checked, data + model loaded
+//   s.resume(path, want)                   a checkpoint, checked, or nothing
+//   s.start_weights(model)                 init from the seed, or the warm-start file
+//   s.evals().due(epoch) / done(epoch)     the evaluation schedule
+//   s.diverged(loss)                       the divergence bound
+//   s.progress_due()                       rate-limited progress lines
+//   s.checkpoint(clock, epochs, wall_s)    the fields every checkpoint carries
+//   s.header(res, ...), s.finish(res)      results header, summary, atomic write
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/runinfo.hpp"
+#include "config/config.hpp"
+#include "io/results.hpp"
+#include "io/run_lock.hpp"
+#include "ps/shared.hpp"
+#include "ps/trainer.hpp"
+
+namespace asgd::ps {
+
+// Evaluations every `every` epochs: one is due when the epoch count crosses a
+// multiple of `every` since the last one (or since the start / resume point).
+class EvalSchedule {
+ public:
+  EvalSchedule(double every, double start_epoch) : every_(every), last_(start_epoch) {}
+  bool due(double epoch) const;
+  void done(double epoch) { last_ = epoch; }
+  double last() const { return last_; }
+
+ private:
+  double every_, last_;
+};
+
+class RunSession {
+ public:
+  // writer: the process that owns the run's files (rank 0 of an MPI run, the
+  // only process otherwise): it takes the lock and reads an existing results
+  // file. Throws asgd::Error on a bad config or a run another process holds.
+  RunSession(const TrainConfig& cfg, const TrainOptions& opt, bool writer = true);
+
+  const TrainConfig& cfg() const { return cfg_; }
+  const TrainOptions& opt() const { return opt_; }
+  const RunPaths& paths() const { return out_.paths; }
+  TrainOutcome& outcome() { return out_; }
+  // The writer found a results file of this configuration that did not fail:
+  // outcome() holds it, marked skipped.
+  bool finished() const { return out_.skipped; }
+
+  // Resources checked (before anything is allocated), BLAS threads set, the
+  // data loaded and the model built for batches up to max_batch (0: the
+  // larger of batch and eval_batch).
+  detail::RunSetup load(index_t max_batch = 0) const;
+  // The checkpoint at path, checked against want (config hash and model
+  // filled in here), or nothing when there is none.
+  std::optional<io::Checkpoint> resume(const std::string& path, io::CheckpointExpect want);
+  // A fresh start: weights from the seed, then the warm-start file if any.
+  void start_weights(nn::Model& model) const;
+
+  EvalSchedule& evals() { return evals_; }
+  bool diverged(double loss) const;
+  void warn_diverged(std::int64_t clock, double loss) const;
+  // A progress line is due (never when quiet); printed() restarts the interval.
+  bool progress_due() const;
+  void printed();
+
+  // A checkpoint with the fields every driver fills the same way.
+  io::Checkpoint checkpoint(std::int64_t clock, double epochs, double wall_s,
+                            std::int64_t n_params) const;
+  // Root attributes (config, versions, machine) of the results.
+  void header(io::RunResult& res, const RunInfo& info, const std::string& protocol,
+              const std::string& mpi_version) const;
+  // Ends the run: status, finish time, training time, epochs, summary, and
+  // the results file written (temporary name, then rename). The writer only.
+  // before_write runs after the summary, before the results file is written
+  // (the final checkpoint).
+  void finish(io::RunResult& res, const std::string& status, double train_s, double epochs,
+              const std::function<void()>& before_write = {});
+
+ private:
+  const TrainConfig& cfg_;
+  const TrainOptions& opt_;
+  TrainOutcome out_;
+  std::optional<io::RunLock> lock_;
+  EvalSchedule evals_;
+  detail::Clock::time_point last_print_ = detail::Clock::now();
+};
+
+}  // namespace asgd::ps

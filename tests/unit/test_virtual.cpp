@@ -1,0 +1,128 @@
+// Virtual learners resume from a checkpoint exactly: a run killed after a
+// checkpoint and started again writes the same series (virtual times
+// included), per-learner figures and final weights as an uninterrupted run,
+// for every protocol; and the run lifecycle's evaluation schedule.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "config/config.hpp"
+#include "io/results.hpp"
+#include "ps/session.hpp"
+#include "sim/virtual.hpp"
+
+namespace fs = std::filesystem;
+using asgd::TrainConfig;
+
+namespace {
+
+class Virtual : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("asgd_virtual_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  TrainConfig small(const std::string& protocol) const {
+    TrainConfig c;
+    c.model = "mlp";
+    c.data.kind = "synthetic";
+    c.data.h = c.data.w = 8;
+    c.data.c = 1;
+    c.data.classes = 4;
+    c.data.n_train = 512;
+    c.data.n_test = 64;
+    c.batch = 8;
+    c.lr = 0.05;
+    c.epochs = 2;
+    c.eval_every = 0.25;
+    c.virtual_learners = true;
+    c.learners = 4;
+    c.protocol = protocol;
+    c.softsync_n = 2;
+    c.n_sync = 3;
+    c.lr_policy = protocol == "softsync" ? "staleness" : "constant";
+    c.timing = "lognormal";
+    c.compute_s = 0.01;
+    c.comm_s = 0.002;
+    c.straggler = 1;
+    c.straggler_factor = 2;
+    c.checkpoint_every = 5;
+    c.results_dir = dir_.string();
+    c.suite = "t";
+    return c;
+  }
+  fs::path dir_;
+  asgd::ps::TrainOptions quiet_{true, 2.0, 0};
+};
+
+TEST_P(Virtual, ResumeFromCheckpointEqualsAnUninterruptedRun) {
+  TrainConfig c = small(GetParam());
+  c.run_id = "whole";
+  const auto whole = asgd::sim::train_virtual(c, quiet_);
+  c.run_id = "killed";
+  auto opt = quiet_;
+  opt.abort_after = 13;  // the last checkpoint is at update 10
+  EXPECT_THROW(asgd::sim::train_virtual(c, opt), asgd::ps::Aborted);
+  const auto ckpt = (dir_ / "t" / "checkpoints" / "killed.h5").string();
+  ASSERT_TRUE(fs::exists(ckpt));
+  const auto ck = asgd::io::read_checkpoint(ckpt);
+  EXPECT_EQ(ck.clock, 10);
+  EXPECT_EQ(ck.virtual_state.timestamp.size(), 4u);
+  const auto resumed = asgd::sim::train_virtual(c, quiet_);
+  EXPECT_TRUE(resumed.resumed);
+
+  const auto a = asgd::io::read_results(whole.paths.results);
+  const auto b = asgd::io::read_results(resumed.paths.results);
+  ASSERT_EQ(a.updates.size(), b.updates.size());
+  ASSERT_GT(a.updates.size(), 20u);
+  for (std::size_t i = 0; i < a.updates.size(); ++i) {
+    EXPECT_EQ(a.updates[i].wall_s, b.updates[i].wall_s) << "update " << i;
+    EXPECT_EQ(a.updates[i].train_loss, b.updates[i].train_loss) << "update " << i;
+    EXPECT_EQ(a.updates[i].mean_tau, b.updates[i].mean_tau) << "update " << i;
+  }
+  ASSERT_EQ(a.evals.size(), b.evals.size());
+  for (std::size_t i = 0; i < a.evals.size(); ++i) {
+    EXPECT_EQ(a.evals[i].test_loss, b.evals[i].test_loss) << "eval " << i;
+    EXPECT_EQ(a.evals[i].wall_s, b.evals[i].wall_s) << "eval " << i;
+  }
+  EXPECT_EQ(a.staleness_histogram, b.staleness_histogram);
+  ASSERT_EQ(a.learners.size(), b.learners.size());
+  for (std::size_t l = 0; l < a.learners.size(); ++l) {
+    EXPECT_EQ(a.learners[l].gradients, b.learners[l].gradients);
+    EXPECT_EQ(a.learners[l].compute_s, b.learners[l].compute_s);
+    EXPECT_EQ(a.learners[l].wait_s, b.learners[l].wait_s);
+  }
+  EXPECT_EQ(a.summary.train_time_s, b.summary.train_time_s);
+  EXPECT_EQ(asgd::io::read_checkpoint(whole.paths.checkpoint).weights,
+            asgd::io::read_checkpoint(resumed.paths.checkpoint).weights);
+}
+
+TEST_P(Virtual, CheckpointOfAnotherLearnerCountIsRefused) {
+  TrainConfig c = small(GetParam());
+  c.run_id = "r";
+  auto opt = quiet_;
+  opt.abort_after = 6;
+  EXPECT_THROW(asgd::sim::train_virtual(c, opt), asgd::ps::Aborted);
+  c.learners = 3;  // same run id, another run
+  c.softsync_n = 1;
+  EXPECT_THROW(asgd::sim::train_virtual(c, quiet_), asgd::Error);
+  EXPECT_FALSE(fs::exists(dir_ / "t" / "runs" / "r.h5"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, Virtual, ::testing::Values("hardsync", "softsync", "nsync"));
+
+TEST(EvalSchedule, DueWhenTheEpochCrossesAMultiple) {
+  asgd::ps::EvalSchedule e(0.5, 0);
+  EXPECT_FALSE(e.due(0.49));
+  EXPECT_TRUE(e.due(0.5));
+  e.done(0.5);
+  EXPECT_FALSE(e.due(0.99));
+  EXPECT_TRUE(e.due(1.2));
+  asgd::ps::EvalSchedule resumed(0.5, 1.2);  // resumed past an evaluation
+  EXPECT_FALSE(resumed.due(1.4));
+  EXPECT_TRUE(resumed.due(1.5));
+}
+
+}  // namespace
