@@ -31,6 +31,7 @@
 
 #include "common/error.hpp"
 #include "gpu/gpu.hpp"
+#include "nn/zoo.hpp"
 #include "gpu/kernels.cuh"
 
 namespace asgd::gpu {
@@ -340,7 +341,8 @@ struct Net::Impl {
       widest = std::max(widest, s.out.size());
       if (max_batch * std::max(s.in.size(), s.out.size()) > INT_MAX)
         throw Error(fmt::format("GPU: layer {} at batch {} exceeds 2^31 elements", s.name, max_batch));
-      if (s.kind == "conv") {
+      const nn::LayerKind kind = nn::layer_kind(s);  // parsed once, here
+      if (kind == nn::LayerKind::conv) {
         L.mode = Mode::conv;
         check(cudnnSetFilter4dDescriptor(L.fd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
                                          to_int(s.units, "filters"), to_int(s.in.c, "channels"),
@@ -359,13 +361,13 @@ struct Net::Impl {
         L.dwt.resize(static_cast<std::size_t>(L.k_len() * s.units));
         // geam reads its B operand (wt itself, scaled by 0): no NaN garbage in it
         check(cudaMemsetAsync(L.wt.get(), 0, L.wt.size() * sizeof(float), stream), "cudaMemsetAsync");
-      } else if (s.kind == "dense") {
+      } else if (kind == nn::LayerKind::dense) {
         L.mode = Mode::dense;
         check(cudnnSetTensor4dDescriptor(L.bias_d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
                                          to_int(s.units, "outputs"), 1, 1),
               "cudnnSetTensor4dDescriptor");
-      } else if (s.kind == "maxpool" || s.kind == "avgpool") {
-        const bool max = s.kind == "maxpool";
+      } else if (kind == nn::LayerKind::maxpool || kind == nn::LayerKind::avgpool) {
+        const bool max = kind == nn::LayerKind::maxpool;
         const bool tiles = (s.in.h - s.k) % s.stride == 0 && (s.in.w - s.k) % s.stride == 0 &&
                            s.out.h == (s.in.h - s.k) / s.stride + 1 &&
                            s.out.w == (s.in.w - s.k) / s.stride + 1;
@@ -380,7 +382,7 @@ struct Net::Impl {
           L.mode = max ? Mode::maxpool_own : Mode::avgpool_own;
           if (max) L.argmax.resize(static_cast<std::size_t>(max_batch * s.out.size()));
         }
-      } else if (s.kind == "lrn") {
+      } else if (kind == nn::LayerKind::lrn) {
         const bool cudnn_can = s.cross_map && s.size >= CUDNN_LRN_MIN_N && s.size <= CUDNN_LRN_MAX_N &&
                                s.k_const >= CUDNN_LRN_MIN_K && s.beta >= CUDNN_LRN_MIN_BETA;
         if (cudnn_can) {
@@ -392,11 +394,11 @@ struct Net::Impl {
           L.aux.resize(static_cast<std::size_t>(max_batch * s.in.size()));
           L.t.resize(static_cast<std::size_t>(max_batch * s.in.size()));
         }
-      } else if (s.kind == "relu") {
+      } else if (kind == nn::LayerKind::relu) {
         L.mode = Mode::relu;
         check(cudnnSetActivationDescriptor(L.ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
               "cudnnSetActivationDescriptor");
-      } else if (s.kind == "dropout") {
+      } else if (kind == nn::LayerKind::dropout) {
         L.mode = Mode::dropout;
         L.aux.resize(static_cast<std::size_t>(max_batch * s.in.size()));
         check(cudaMemsetAsync(L.aux.get(), 0, L.aux.size() * sizeof(float), stream), "cudaMemsetAsync");
