@@ -14,11 +14,16 @@ LocalSteps::LocalSteps(const TrainConfig& cfg, const UpdateRule& rule, const dat
       yh_(Kokkos::create_mirror_view(y_)) {}
 
 kernels::LossSum LocalSteps::gradient(nn::Model& model, data::Sampler& sampler, int l,
-                                      std::int64_t& step) {
+                                      std::int64_t& step, gpu::Net* net) {
   sampler.next(idx_);
   data::gather_batch(train_, idx_, xh_.data(), yh_.data());
   const std::uint64_t seed =
       mix(mix(cfg_.seed, static_cast<std::uint64_t>(l)), static_cast<std::uint64_t>(step++));
+  if (net) {
+    net->zero_grads();
+    const gpu::Loss s = net->forward_backward(cfg_.batch, xh_.data(), yh_.data(), true, seed, true);
+    return {s.loss, s.wrong};
+  }
   Kokkos::deep_copy(x_, xh_);
   Kokkos::deep_copy(y_, yh_);
   model.zero_grads();
@@ -26,22 +31,30 @@ kernels::LossSum LocalSteps::gradient(nn::Model& model, data::Sampler& sampler, 
 }
 
 LocalResult LocalSteps::run(nn::Model& model, data::Sampler& sampler, int l, std::int64_t& step,
-                            const nn::View& inc, const nn::View& fetched) {
+                            const nn::View& inc, const nn::View& fetched, gpu::Net* net) {
   LocalResult r;
   const double bpe = static_cast<double>(sampler.batches_per_epoch());
   for (int i = 0; i < rule_.local_steps(); ++i) {
     const auto st = sampler.state();
-    const auto s = gradient(model, sampler, l, step);
+    const auto s = gradient(model, sampler, l, step, net);
     r.loss_sum += s.loss;
     r.wrong += s.wrong;
     r.samples += cfg_.batch;
-    if (rule_.delta()) {
-      const double epoch = static_cast<double>(st.epoch) + static_cast<double>(st.batch) / bpe;
-      kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(scheduled_lr(cfg_, epoch)),
-                                     static_cast<real_t>(cfg_.momentum),
-                                     static_cast<real_t>(cfg_.weight_decay), model.grads(), inc,
+    if (!rule_.delta()) continue;
+    const double epoch = static_cast<double>(st.epoch) + static_cast<double>(st.batch) / bpe;
+    const auto lr = static_cast<real_t>(scheduled_lr(cfg_, epoch));
+    const auto momentum = static_cast<real_t>(cfg_.momentum);
+    const auto wd = static_cast<real_t>(cfg_.weight_decay);
+    if (net)
+      net->sgd_update(lr, momentum, wd);
+    else
+      kernels::sgd_update<nn::Space>(model.n_params(), lr, momentum, wd, model.grads(), inc,
                                      model.params());
-    }
+  }
+  if (net) {
+    if (rule_.delta()) net->delta_to_grads();
+    net->synchronize();
+    return r;
   }
   if (rule_.delta()) {  // push the accumulated change: local minus fetched
     Kokkos::deep_copy(model.grads(), model.params());

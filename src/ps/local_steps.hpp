@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "data/dataset.hpp"
+#include "gpu/gpu.hpp"
 #include "nn/model.hpp"
 #include "ps/protocol.hpp"
 
@@ -28,11 +29,15 @@ class LocalSteps {
   // One minibatch of learner l: the next indices of sampler, dropout seed
   // mix(mix(seed, l), step), step counted up; the mean-loss gradient added
   // to the model's (zeroed) gradient buffer.
-  kernels::LossSum gradient(nn::Model& model, data::Sampler& sampler, int l, std::int64_t& step);
+  // With net (--device cuda) the minibatch runs there instead.
+  kernels::LossSum gradient(nn::Model& model, data::Sampler& sampler, int l, std::int64_t& step,
+                            gpu::Net* net = nullptr);
   // The whole cycle. inc, fetched: the learner's local momentum and the
-  // weights it fetched (used with weight-delta pushes only).
+  // weights it fetched (used with weight-delta pushes only). With net the
+  // cycle runs on the GPU (its own momentum and fetched copy) and ends
+  // synchronised.
   LocalResult run(nn::Model& model, data::Sampler& sampler, int l, std::int64_t& step,
-                  const nn::View& inc, const nn::View& fetched);
+                  const nn::View& inc, const nn::View& fetched, gpu::Net* net = nullptr);
 
  private:
   const TrainConfig& cfg_;

@@ -1,0 +1,374 @@
+#include "ps/mpi_server.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+
+namespace asgd::ps {
+
+using namespace detail;
+
+Server::Server(RunSession& session, const Comm& comm, data::DataPair* data, nn::Model& model)
+    : s_(session), cfg_(session.cfg()), comm_(comm), data_(data), model_(model), k_(comm.rank()),
+      S_(cfg_.servers), L_(cfg_.learners), n_train_(data->train.n),
+      shard_(shard_of(model.n_params(), k_, S_)), core_(cfg_, shard_.len, L_, n_train_) {
+  Kokkos::deep_copy(core_.weights(), sub(model.params(), shard_));
+  timing_.resize(static_cast<std::size_t>(L_));
+  for (int l = 0; l < L_; ++l) timing_[static_cast<std::size_t>(l)].learner = l;  // pushed: -1 until its bye
+  pushed_before_.assign(static_cast<std::size_t>(L_), 0);
+}
+
+bool Server::resume() {
+  io::CheckpointExpect want;
+  want.n_params = model_.n_params();
+  want.shard_count = S_;
+  want.shard_index = k_;
+  want.shard_offset = shard_.offset;
+  want.shard_len = shard_.len;
+  want.learners = L_;
+  // one update takes at most L x n_sync minibatches: past that, the clock lies
+  want.max_epochs = cfg_.epochs + static_cast<double>(L_) * cfg_.n_sync * cfg_.batch /
+                                      static_cast<double>(std::max<index_t>(1, n_train_)) + 1e-9;
+  if (cfg_.max_steps > 0) want.max_clock = cfg_.max_steps;
+  const auto ck = s_.resume(shard_checkpoint(s_.paths(), k_), want);
+  if (!ck) return false;
+  core_.restore(*ck);
+  // Pushes of the learners before the kill whose effect survives are the
+  // ones the checkpoint holds as applied; the learners now count from 0.
+  for (const auto& t : core_.learner_counts())
+    pushed_before_[static_cast<std::size_t>(t.learner)] = t.gradients;
+  train_s_ = ck->wall_s;
+  evals_ = ck->progress.evals;
+  // a checkpoint written at the very end (before the results file): nothing left to train
+  stopping_ = core_.done() || core_.diverged();
+  if (core_.diverged()) status_ = "diverged";
+  return true;
+}
+
+void Server::use_shared(const SharedWindows* shm) {
+  shm_ = shm;
+  core_.move_weights_to(shm->weight_base[static_cast<std::size_t>(k_)]);
+}
+
+void Server::warm_up_took(double s) {
+  train_s_ += s;
+  warm_up_s_ = s;
+}
+
+void Server::load_weights(const nn::View& full) { Kokkos::deep_copy(core_.weights(), sub(full, shard_)); }
+
+io::RunResult Server::failed_result() {
+  status_ = "failed";
+  return finish_result();
+}
+
+io::RunResult Server::run() {
+  const bool writer = k_ == 0;
+  start_ = Clock::now();
+  started_unix_ = unix_now();
+  int byes = 0;
+  bool finish = false;
+  while (!finish) {
+    const MPI_Status st = polite_probe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(),
+                                       "the next message (hello, push, pull-done, bye, finish)");
+    const int src = st.MPI_SOURCE;
+    switch (st.MPI_TAG) {
+      case kHello:
+        on_hello(src);
+        break;
+      case kPush:
+        on_push(src);
+        break;
+      case kPullDone: {
+        char dummy = 0;
+        recv(dummy, src, kPullDone);
+        --readers_;
+        break;
+      }
+      case kBye:
+        on_bye(src, finish, byes);
+        break;
+      case kEvalReq:
+        serve_eval(src);
+        break;
+      case kFinish: {
+        char dummy = 0;
+        recv(dummy, src, kFinish);
+        finish = true;
+        break;
+      }
+      default:
+        throw Error(fmt::format("server {}: unexpected message tag {} from rank {}", k_,
+                                st.MPI_TAG, src));
+    }
+  }
+  if (!writer) {
+    checkpoint();
+    return {};
+  }
+  // The writer: final evaluation (all shards still answer), then tell them to finish.
+  if (status_ == "completed" && (evals_.empty() || evals_.back().clock != core_.clock())) run_eval();
+  for (int s = 1; s < S_; ++s) {
+    const char dummy = 0;
+    MPI_Request r = isend(dummy, s, kFinish, comm_.get());
+    polite_wait(r, Wait::event, "a finish message to reach a server shard");
+  }
+  checkpoint();
+  return finish_result();
+}
+
+template <class T>
+void Server::recv(T& v, int src, int tag) {
+  MPI_Request r = irecv(v, src, tag, comm_.get());
+  polite_wait(r, Wait::event, "a header that was probed");
+}
+
+void Server::on_hello(int src) {
+  PushHeader h;
+  recv(h, src, kHello);
+  const auto& c = core_.cursors()[static_cast<std::size_t>(src - S_)];
+  reply(src, ReplyHeader{core_.clock(), stopping_ ? 1 : 0, c.epoch, c.batch});
+}
+
+void Server::on_bye(int src, bool& finish, int& byes) {
+  PushHeader h;
+  recv(h, src, kBye);
+  auto& t = timing_[static_cast<std::size_t>(src - S_)];
+  t.compute_s = h.compute_s;
+  t.wait_s = h.wait_s;
+  t.push_s = h.push_s;
+  t.pull_s = h.pull_s;
+  t.stage_s = h.stage_s;
+  t.pushed = pushed_before_[static_cast<std::size_t>(src - S_)] + h.gradients;  // its own count
+  if (++byes < L_) return;
+  if (k_ != 0) wait_for_finish();
+  finish = true;
+}
+
+// Server k > 0: send this shard to server 0, which evaluates. Answered from
+// every wait of this rank (main loop, drain_readers, wait_for_finish), so
+// that server 0 never waits on a shard that waits on something else.
+void Server::serve_eval(int src) {
+  char dummy = 0;
+  recv(dummy, src, kEvalReq);
+  inject_delay();
+  Kokkos::fence();
+  MPI_Request r = isend_floats(core_.weights().data(), shard_.len, src, kEvalData, comm_.get());
+  polite_wait(r, Wait::transfer, "server 0 to take this shard for an evaluation");
+}
+
+double Server::train_clock() const { return seconds_since(start_) - paused_s_ + train_s_; }
+
+void Server::reply(int learner_rank, ReplyHeader h) {
+  inject_delay();
+  Kokkos::fence();
+  if (shm_ != nullptr) {  // header only; the learner copies from our window
+    MPI_Win_sync(shm_->weights);
+    h.shm = 1;
+    ++readers_;
+    MPI_Request r = isend(h, learner_rank, kReply, comm_.get());
+    polite_wait(r, Wait::transfer, "a reply header to reach a learner");
+    return;
+  }
+  // The weights go with every reply, stop included: the learner pre-posts
+  // both receives, so no send here can wait on a learner that waits on us.
+  MPI_Request r[2];
+  r[0] = isend(h, learner_rank, kReply, comm_.get());
+  r[1] = isend_floats(core_.weights().data(), shard_.len, learner_rank, kReplyData, comm_.get());
+  polite_wait_all(2, r, Wait::transfer, "a reply to reach a learner");
+}
+
+void Server::on_push(int src) {
+  const int l = src - S_;
+  PushHeader h;
+  recv(h, src, kPush);
+  nn::View shared;
+  if (h.shm) {  // the gradient is in the learner's window: read this shard's slice there
+    MPI_Win_sync(shm_->grads);
+    shared = nn::View(shm_->grad_base[static_cast<std::size_t>(l)] + shard_.offset, shard_.len);
+  } else {
+    MPI_Request r = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
+    polite_wait(r, Wait::transfer, "a learner's gradient");
+  }
+  inject_delay();
+  if (stopping_) {  // the run is over: answer with stop, apply nothing
+    reply(src, ReplyHeader{core_.clock(), 1, 0, 0});
+    return;
+  }
+  drain_readers();  // the update changes the weights: nobody may be copying them
+  const bool update = core_.accept(
+      {l, h.timestamp, h.samples, h.loss_sum, h.wrong, {h.cursor_epoch, h.cursor_batch}},
+      train_clock(), h.shm ? &shared : nullptr);
+  if (update) after_update();
+  const ReplyHeader rh{core_.clock(), stopping_ ? 1 : 0, 0, 0};
+  if (!core_.rule().barrier()) {
+    reply(src, rh);
+  } else if (update) {
+    for (int p : core_.last_update_learners()) reply(p + S_, rh);
+  }
+}
+
+// Waits until every learner that was sent a reply has copied the weights.
+// Cannot deadlock: a learner copies a shard and says kPullDone as soon as
+// that shard's reply arrives, whatever the other shards do; and while it
+// waits this shard still answers server 0's evaluation requests (server 0
+// may be gathering shards for an evaluation, with this learner's reply from
+// server 0 held up behind it).
+void Server::drain_readers() {
+  while (readers_ > 0) {
+    const MPI_Status st =
+        k_ == 0 ? polite_probe(MPI_ANY_SOURCE, kPullDone, comm_.get(),
+                               "learners to finish copying this shard's weights (pull-done)")
+                : polite_probe_any({{MPI_ANY_SOURCE, kPullDone}, {0, kEvalReq}}, comm_.get(),
+                                   "learners to finish copying this shard's weights (pull-done)");
+    if (st.MPI_TAG == kEvalReq) {
+      serve_eval(st.MPI_SOURCE);
+      continue;
+    }
+    char dummy = 0;
+    recv(dummy, st.MPI_SOURCE, kPullDone);
+    --readers_;
+  }
+}
+
+void Server::after_update() {
+  const std::int64_t clock = core_.clock();
+  if (k_ != 0) {
+    // Every shard sees every push (with its samples and loss), so each can
+    // tell the end itself and stops applying gradients with server 0.
+    if (core_.diverged() || core_.done()) stopping_ = true;
+    if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
+    return;
+  }
+  if (core_.diverged()) {
+    status_ = "diverged";
+    stopping_ = true;
+    s_.warn_diverged(clock, core_.series().updates.back().train_loss);
+    return;
+  }
+  if (core_.done()) {
+    stopping_ = true;
+    return;
+  }
+  if (s_.evals().due(epoch())) run_eval();
+  if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
+  progress();
+}
+
+void Server::progress() {
+  if (!s_.progress_due()) return;
+  const double t = train_clock();
+  const std::int64_t samples = core_.samples();
+  const double rate = static_cast<double>(samples - win_samples_) / std::max(1e-9, t - win_t_);
+  const double total = cfg_.epochs * static_cast<double>(data_->train.n);
+  double tau = 0, loss = 0;
+  std::size_t n = 0;
+  const auto& updates = core_.series().updates;
+  for (auto it = updates.rbegin(); it != updates.rend() && n < 50; ++it, ++n) {
+    tau += it->mean_tau;
+    loss += it->train_loss;
+  }
+  spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  {:.0f} samples/s  ETA {}",
+               epoch(), cfg_.epochs, core_.clock(), loss / static_cast<double>(n),
+               tau / static_cast<double>(n), rate,
+               fmt_duration((total - static_cast<double>(samples)) / rate));
+  s_.printed();
+  win_samples_ = samples;
+  win_t_ = t;
+}
+
+// Server 0: gather every shard, evaluate off the training clock.
+void Server::run_eval() {
+  const auto t0 = Clock::now();
+  inject_delay();
+  Kokkos::fence();
+  const nn::View full = model_.params();
+  Kokkos::deep_copy(sub(full, shard_), core_.weights());
+  for (int s = 1; s < S_; ++s) {
+    const Shard sh = shard_of(model_.n_params(), s, S_);
+    const char dummy = 0;
+    MPI_Request r[2];
+    r[0] = irecv_floats(full.data() + sh.offset, sh.len, s, kEvalData, comm_.get());
+    r[1] = isend(dummy, s, kEvalReq, comm_.get());
+    polite_wait_all(2, r, Wait::transfer, "a shard's weights for an evaluation");
+  }
+  const Eval e = evaluate(model_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
+  const double spent = seconds_since(t0);
+  evals_.push_back({epoch(), core_.clock(), train_clock() - spent, e.loss, e.error, spent});
+  paused_s_ += spent;
+  s_.evals().done(epoch());
+  if (!s_.opt().quiet)
+    spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
+                 epoch(), core_.clock(), e.loss, 100 * e.error, spent);
+}
+
+void Server::checkpoint_paused() {
+  const auto t0 = Clock::now();
+  checkpoint();
+  paused_s_ += seconds_since(t0);
+}
+
+void Server::checkpoint() {
+  io::Checkpoint ck = s_.checkpoint(core_.clock(), epoch(), train_clock(), model_.n_params());
+  ck.shard_index = k_;
+  ck.shard_count = S_;
+  ck.shard_offset = shard_.offset;
+  ck.weights = to_host(core_.weights());
+  ck.momentum = to_host(core_.momentum());
+  ck.cursors = core_.cursors();
+  ck.progress.updates = core_.series().updates;
+  ck.progress.evals = evals_;
+  ck.progress.staleness_histogram = core_.series().staleness_histogram;
+  ck.progress.learners = learner_rows();
+  io::write_checkpoint(shard_checkpoint(s_.paths(), k_), ck);
+}
+
+std::vector<io::LearnerTiming> Server::learner_rows() const {
+  std::vector<io::LearnerTiming> rows = core_.learner_counts();
+  for (std::size_t l = 0; l < rows.size(); ++l) {
+    rows[l].compute_s = timing_[l].compute_s;
+    rows[l].wait_s = timing_[l].wait_s;
+    rows[l].push_s = timing_[l].push_s;
+    rows[l].pull_s = timing_[l].pull_s;
+    rows[l].stage_s = timing_[l].stage_s;
+    rows[l].pushed = timing_[l].pushed;
+  }
+  return rows;
+}
+
+void Server::wait_for_finish() {
+  // Keep serving evaluation requests until server 0 says finish.
+  for (;;) {
+    const MPI_Status st =
+        polite_probe(0, MPI_ANY_TAG, comm_.get(), "server 0 to say finish (or ask for this shard)");
+    if (st.MPI_TAG == kEvalReq) {
+      serve_eval(0);
+      continue;
+    }
+    char dummy = 0;
+    recv(dummy, 0, st.MPI_TAG);
+    if (st.MPI_TAG == kFinish) return;
+    throw Error(fmt::format("server {}: unexpected tag {} while finishing", k_, st.MPI_TAG));
+  }
+}
+
+// The result without header, status set; RunSession::finish summarises and writes it.
+io::RunResult Server::finish_result() {
+  io::RunResult res;
+  res.updates = core_.series().updates;
+  res.staleness_histogram = core_.series().staleness_histogram;
+  res.evals = evals_;
+  res.status = status_;
+  res.learners = learner_rows();
+  res.summary.train_time_s = train_clock();
+  res.summary.warm_up_s = warm_up_s_;
+  res.train_started = started_unix_;
+  res.summary.epochs = epoch();
+  return res;
+}
+
+}  // namespace asgd::ps

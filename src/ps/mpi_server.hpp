@@ -1,0 +1,81 @@
+#pragma once
+// A parameter-server rank of the MPI core: one shard of the weights, the
+// protocol's update rule (ps::ShardCore), and the messages of the wire format
+// (ps/transport.hpp). Server 0 also evaluates, decides when to stop, and its
+// result is the run's; every server checkpoints its shard.
+#include <string>
+#include <vector>
+
+#include "io/results.hpp"
+#include "ps/mpi_util.hpp"
+#include "ps/session.hpp"
+#include "ps/shard_core.hpp"
+#include "ps/shards.hpp"
+#include "ps/shm_windows.hpp"
+#include "ps/transport.hpp"
+
+namespace asgd::ps {
+
+class Server {
+ public:
+  Server(RunSession& session, const Comm& comm, data::DataPair* data, nn::Model& model);
+
+  // Restores this shard from its checkpoint if there is one. Returns whether it did.
+  bool resume();
+  // Weights in the shared window from now on (after resume / warm start).
+  void use_shared(const SharedWindows* shm);
+  // The warm-up steps were training: they count on the clock.
+  void warm_up_took(double s);
+  // This shard's weights from a full parameter buffer (warm start).
+  void load_weights(const nn::View& full);
+  const Shard& shard() const { return shard_; }
+
+  // Serves until the run ends; server 0 returns the run's result (without
+  // its header), the others an empty one.
+  io::RunResult run();
+  // What was trained until the watchdog fired, marked failed.
+  io::RunResult failed_result();
+
+ private:
+  template <class T>
+  void recv(T& v, int src, int tag);
+  void on_hello(int src);
+  void on_bye(int src, bool& finish, int& byes);
+  void serve_eval(int src);
+  double epoch() const { return core_.epoch(); }
+  double train_clock() const;
+  void reply(int learner_rank, ReplyHeader h);
+  void on_push(int src);
+  void drain_readers();
+  void after_update();
+  void progress();
+  void run_eval();
+  void checkpoint_paused();
+  void checkpoint();
+  std::vector<io::LearnerTiming> learner_rows() const;
+  void wait_for_finish();
+  io::RunResult finish_result();
+
+  RunSession& s_;
+  const TrainConfig& cfg_;
+  const Comm& comm_;
+  data::DataPair* data_;
+  nn::Model& model_;
+  int k_, S_, L_;
+  index_t n_train_;
+  Shard shard_;
+  ShardCore core_;
+  const SharedWindows* shm_ = nullptr;
+  int readers_ = 0;  // learners sent a reply that have not said kPullDone
+  double train_s_ = 0, paused_s_ = 0, warm_up_s_ = 0, started_unix_ = 0;
+  detail::Clock::time_point start_;
+  std::int64_t win_samples_ = 0;
+  double win_t_ = 0;
+  bool stopping_ = false;
+  std::string status_ = "completed";
+  std::vector<io::LearnerTiming> timing_;
+  std::vector<std::int64_t> pushed_before_;  // per learner: applied pushes of the checkpoint resumed from
+  std::vector<io::EvalRecord> evals_;
+};
+
+}  // namespace asgd::ps

@@ -1,0 +1,42 @@
+#include "ps/shm_windows.hpp"
+
+#include <cstdlib>
+#include <string>
+
+namespace asgd::ps {
+
+void open_shared_windows(SharedWindows& shm, const Comm& comm, bool server, index_t floats,
+                         int servers, int learners) {
+  mpi_check(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL,
+                                &shm.node),
+            "Comm_split_type");
+  int node_size = 0;
+  mpi_check(MPI_Comm_size(shm.node, &node_size), "Comm_size");
+  const char* env = std::getenv("ASGD_SHM");
+  int want = (node_size == comm.size() && !(env && std::string(env) == "0")) ? 1 : 0;
+  int everyone = 0;
+  mpi_check(MPI_Allreduce(&want, &everyone, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
+  if (!everyone) return;
+  void* base = nullptr;
+  const auto bytes = floats * static_cast<MPI_Aint>(sizeof(real_t));
+  mpi_check(MPI_Win_allocate_shared(server ? bytes : 0, sizeof(real_t), MPI_INFO_NULL, shm.node,
+                                    &base, &shm.weights),
+            "Win_allocate_shared");
+  mpi_check(MPI_Win_allocate_shared(server ? 0 : bytes, sizeof(real_t), MPI_INFO_NULL, shm.node,
+                                    &base, &shm.grads),
+            "Win_allocate_shared");
+  mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm.weights), "Win_lock_all");
+  mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm.grads), "Win_lock_all");
+  auto query = [](MPI_Win w, int rank) {
+    MPI_Aint size = 0;
+    int disp = 0;
+    void* p = nullptr;
+    mpi_check(MPI_Win_shared_query(w, rank, &size, &disp, &p), "Win_shared_query");
+    return static_cast<real_t*>(p);
+  };
+  for (int k = 0; k < servers; ++k) shm.weight_base.push_back(query(shm.weights, k));
+  for (int l = 0; l < learners; ++l) shm.grad_base.push_back(query(shm.grads, servers + l));
+  shm.on = true;
+}
+
+}  // namespace asgd::ps

@@ -1,0 +1,52 @@
+#pragma once
+// Node-local shared memory for the MPI core (see SharedWindows).
+#include <mpi.h>
+
+#include <exception>
+#include <vector>
+
+#include "common/types.hpp"
+#include "ps/mpi_util.hpp"
+
+namespace asgd::ps {
+
+// Node-local shared memory. When every rank is on one node, weights and
+// gradients move through MPI-3 shared windows instead of messages: a learner
+// writes its gradient into its own window and sends only a header; a server
+// updates its shard in its own window and replies with a header; the learner
+// copies the shard and says kPullDone. Each byte is copied once instead of
+// twice, and the server does no copying at all. A server never changes its
+// weights while a learner is copying them (it waits for kPullDone first).
+// ASGD_SHM=0 turns this off (messages only).
+struct SharedWindows {
+  bool on = false;
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Win weights = MPI_WIN_NULL, grads = MPI_WIN_NULL;
+  std::vector<real_t*> weight_base;  // per server rank: its shard
+  std::vector<real_t*> grad_base;    // per learner: its whole gradient
+  int unwinding_ = std::uncaught_exceptions();
+  SharedWindows() = default;
+  SharedWindows(const SharedWindows&) = delete;
+  SharedWindows& operator=(const SharedWindows&) = delete;
+  ~SharedWindows() {
+    // Freeing a window is collective: while an exception unwinds (the
+    // watchdog, a failed rank) the other ranks may never get here, and
+    // main() ends the job with MPI_Abort anyway.
+    if (std::uncaught_exceptions() > unwinding_) return;
+    for (MPI_Win* w : {&weights, &grads})
+      if (*w != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(*w);
+        MPI_Win_free(w);
+      }
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+  }
+};
+
+// Opens the windows when every rank of comm is on this node and ASGD_SHM is
+// not 0 (collective over comm): a server rank exposes its shard of
+// shard_len floats, a learner its gradient of n_params floats. shm.on says
+// whether they are in use; shm.node is the node's communicator either way.
+void open_shared_windows(SharedWindows& shm, const Comm& comm, bool server, index_t floats,
+                         int servers, int learners);
+
+}  // namespace asgd::ps
