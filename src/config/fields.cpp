@@ -1,0 +1,294 @@
+// The field table of TrainConfig (fields.hpp): one row per field.
+#include "config/fields.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "nn/zoo.hpp"
+#include "protocol/registry.hpp"
+
+namespace asgd::config {
+namespace {
+
+using C = TrainConfig;
+using D = data::DatasetSpec;
+using Problems = std::vector<std::string>;
+
+bool finite(double v) { return std::isfinite(v); }
+
+void need(Problems& p, bool ok, std::string msg) {
+  if (!ok) p.push_back(std::move(msg));
+}
+
+// "<what> '<v>' unknown (a, b, c)" unless v is one of names.
+void one_of(Problems& p, const char* what, const std::string& v, const std::vector<std::string>& names) {
+  need(p, std::find(names.begin(), names.end(), v) != names.end(),
+       fmt::format("{} '{}' unknown ({})", what, shorten(v), fmt::join(names, ", ")));
+}
+
+// Text that JSON can hold: a configuration is stored as JSON (suite configs,
+// results files, checkpoints), and nlohmann::json refuses to write a string
+// that is not valid UTF-8 (a path from the command line or a YAML file can be
+// any bytes).
+bool json_text(const std::string& v) {
+  try {
+    (void)nlohmann::json(v).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+void utf8_path(Problems& p, const char* what, const std::string& v) {
+  need(p, json_text(v),
+       fmt::format("{} '{}' is not valid UTF-8 (configurations are stored as JSON)", what, shorten(v)));
+}
+
+constexpr std::size_t kMaxPath = 4096;
+constexpr int kMaxRanks = 65536;
+constexpr int kMaxThreads = 1024;
+
+void check_ranks(Problems& p, const char* what, int n) {
+  need(p, n >= 1, fmt::format("{} {} must be >= 1", what, n));
+  need(p, n <= kMaxRanks, fmt::format("{} {} is more than {}", what, n, kMaxRanks));
+}
+
+// Every registered type's own checks, chosen or not (a hardsync config with
+// softsync n 3 of 2 learners is refused as before).
+template <class T>
+void registered(Problems& p, const char* what, const std::string& name,
+                const std::vector<protocol::Entry<T>>& entries, const C& c) {
+  std::vector<std::string> names;
+  for (const auto& e : entries) names.emplace_back(e.name);
+  one_of(p, what, name, names);
+  for (const auto& e : entries) e.check(c, p);
+}
+
+}  // namespace
+
+// A row names only what differs from Field's defaults (designated members);
+// GCC would warn about every member a row leaves out.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+const std::vector<Field<D>>& dataset_fields() {
+  static const std::vector<Field<D>> table = {
+      {.key = "kind", .member = &D::kind, .option = {"--dataset", "fashion-mnist, mnist, cifar10 or synthetic"},
+       .check = [](const D& d, Problems& p) {
+         one_of(p, "dataset", d.kind, {"fashion-mnist", "mnist", "cifar10", "synthetic"});
+       }},
+      {.key = "dir", .member = &D::dir,
+       .option = {"--data-dir", "Folder of the dataset files (default: /usr/share/datasets/<dataset>, "
+                                "./data/cifar-10-batches-bin for cifar10)"},
+       .check = [](const D& d, Problems& p) {
+         need(p, d.dir.size() <= kMaxPath, fmt::format("data folder '{}' is too long", shorten(d.dir)));
+         utf8_path(p, "data folder", d.dir);
+       }},
+      {.key = "shape", .member = Hwc{}, .option = {"--synthetic-size", "Synthetic image height = width (default 28)"},
+       .option2 = {"--synthetic-channels", "Synthetic image channels"}},
+      {.key = "classes", .member = &D::classes, .option = {"--synthetic-classes", "Synthetic classes"}},
+      {.key = "n_train", .member = &D::n_train, .option = {"--synthetic-train", "Synthetic training samples"}},
+      {.key = "n_test", .member = &D::n_test, .option = {"--synthetic-test", "Synthetic test samples"}},
+      {.key = "seed", .member = &D::seed},
+      {.key = "subtract_mean", .member = &D::subtract_mean,
+       .option = {"!--no-mean-subtraction", "Do not subtract the per-pixel training mean"}},
+  };
+  return table;
+}
+
+const std::vector<Field<C>>& fields() {
+  static const std::vector<Field<C>> table = {
+      {.key = "model", .member = &C::model,
+       .option = {"--model", "Model from the zoo: mlp, lenet, cifar10-18pct, alexnet"}, .suite = {.token = ""},
+       .check = [](const C& c, Problems& p) { one_of(p, "model", c.model, nn::model_names()); }},
+      {.key = "dataset", .member = Nested{}, .suite = {.token = ""},
+       .check = [](const C& c, Problems& p) {
+         for (const auto& f : dataset_fields())
+           if (f.check) f.check(c.data, p);
+       }},
+      {.key = "batch", .member = &C::batch, .option = {"--batch,--mu", "Samples per learner minibatch (mu)"},
+       .suite = {.token = "mu"},
+       .check = [](const C& c, Problems& p) { need(p, c.batch >= 1, fmt::format("batch {} must be >= 1", c.batch)); }},
+      {.key = "lr", .member = &C::lr, .option = {"--lr", "Base learning rate alpha0"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.lr > 0 && finite(c.lr), fmt::format("lr {} must be > 0", c.lr));
+       }},
+      {.key = "momentum", .member = &C::momentum, .option = {"--momentum", "Momentum"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.momentum >= 0 && c.momentum < 1, fmt::format("momentum {} not in [0, 1)", c.momentum));
+       }},
+      {.key = "weight_decay", .member = &C::weight_decay, .option = {"--weight-decay", "Weight decay (L2)"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.weight_decay >= 0 && finite(c.weight_decay),
+              fmt::format("weight decay {} must be >= 0 and finite", c.weight_decay));
+       }},
+      {.key = "lr_steps", .member = &C::lr_steps,
+       .option = {"--lr-steps", "Epochs at which the rate is multiplied by --lr-gamma"},
+       .check = [](const C& c, Problems& p) {
+         need(p, std::is_sorted(c.lr_steps.begin(), c.lr_steps.end()), "lr steps must be increasing");
+         for (double s : c.lr_steps)
+           if (!(s >= 0 && finite(s))) {
+             p.push_back(fmt::format("lr step {} must be a finite epoch >= 0", s));
+             break;
+           }
+       }},
+      {.key = "lr_gamma", .member = &C::lr_gamma, .option = {"--lr-gamma", "Step-schedule factor"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.lr_gamma > 0 && finite(c.lr_gamma), fmt::format("lr gamma {} must be > 0", c.lr_gamma));
+       }},
+      {.key = "epochs", .member = &C::epochs, .option = {"--epochs", "Training epochs (fractions allowed)"},
+       .check = [](const C& c, Problems& p) {
+         if (!finite(c.epochs))
+           p.push_back(fmt::format("epochs {} must be a finite number", c.epochs));
+         else if (!(c.epochs > 0))
+           p.push_back(fmt::format("epochs {} must be > 0", c.epochs));
+         else if (c.epochs > kMaxEpochs)
+           p.push_back(fmt::format("epochs {} is beyond {} (a typo?)", c.epochs, kMaxEpochs));
+       }},
+      {.key = "max_steps", .member = &C::max_steps,
+       .option = {"--max-steps", "Stop after this many updates (0: no limit)"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.max_steps >= 0, fmt::format("max steps {} must be >= 0", c.max_steps));
+       }},
+      {.key = "eval_every", .member = &C::eval_every, .option = {"--eval-every", "Epochs between test evaluations"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.eval_every > 0 && finite(c.eval_every),
+              fmt::format("eval every {} epochs must be > 0", c.eval_every));
+       }},
+      {.key = "eval_batch", .member = &C::eval_batch, .option = {"--eval-batch", "Batch size for evaluation"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.eval_batch >= 1, fmt::format("eval batch {} must be >= 1", c.eval_batch));
+       }},
+      {.key = "eval_samples", .member = &C::eval_samples,
+       .option = {"--eval-samples", "Test samples per evaluation (0: all)"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.eval_samples >= 0, fmt::format("eval samples {} must be >= 0", c.eval_samples));
+       }},
+      {.key = "checkpoint_every", .member = &C::checkpoint_every,
+       .option = {"--checkpoint-every", "Updates between checkpoints (0: never)"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.checkpoint_every >= 0, fmt::format("checkpoint every {} must be >= 0", c.checkpoint_every));
+       },
+       .hashed = false},
+      {.key = "seed", .member = &C::seed, .option = {"--seed", "Seed of initialisation, sampling and dropout"},
+       .suite = {.token = "s"}},
+      {.key = "target_error", .member = &C::target_error,
+       .option = {"--target-error", "Test error (fraction) for time-to-target"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.target_error >= 0 && c.target_error <= 1,
+              fmt::format("target error {} not in [0, 1]", c.target_error));
+       }},
+      {.key = "diverge_loss", .member = &C::diverge_loss,
+       .option = {"--diverge-loss", "Training loss above which the run ends as diverged"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.diverge_loss > 0 && finite(c.diverge_loss),
+              fmt::format("diverge loss {} must be > 0 and finite", c.diverge_loss));
+       }},
+      {.key = "threads", .member = &C::threads, .option = {"--threads", "BLAS threads per rank"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.threads >= 1 && c.threads <= kMaxThreads,
+              fmt::format("threads {} must be in 1..{}", c.threads, kMaxThreads));
+       },
+       .hashed = false},
+      {.key = "device", .member = &C::device,
+       .option = {"--device", "Where learners compute: cpu, or cuda (one GPU per learner by node-local rank; "
+                              "ASGD_GPU_DEVICE=k forces one; needs a build with the cuda preset)"},
+       .check = [](const C& c, Problems& p) { one_of(p, "device", c.device, {"cpu", "cuda"}); },
+       // only when not the default, so CPU configurations keep their hashes and run ids
+       .only_if_changed = true},
+      {.key = "results_dir", .member = &C::results_dir, .option = {"--results", "Results folder"},
+       .suite = {.reserved = "the results folder is given when the suite is run"},
+       .check = [](const C& c, Problems& p) {
+         need(p, !c.results_dir.empty(), "results folder must not be empty");
+         need(p, c.results_dir.size() <= kMaxPath,
+              fmt::format("results folder '{}' is too long ({} characters)", shorten(c.results_dir),
+                          c.results_dir.size()));
+         utf8_path(p, "results folder", c.results_dir);
+       },
+       .hashed = false},
+      {.key = "suite", .member = &C::suite, .option = {"--suite", "Suite name (results go to <results>/<suite>/)"},
+       .suite = {.reserved = "it is the suite's 'name'"},
+       .check = [](const C& c, Problems& p) {
+         if (auto why = name_problem("suite", c.suite, kMaxSuiteName); !why.empty()) p.push_back(why);
+       },
+       .hashed = false},
+      {.key = "run_id", .member = &C::run_id, .option = {"--run-id", "Run id (default: derived from the configuration)"},
+       .suite = {.reserved = "run ids are derived from the suite"},
+       .check = [](const C& c, Problems& p) {
+         if (!c.run_id.empty())
+           if (auto why = name_problem("run id", c.run_id, kMaxRunId); !why.empty()) p.push_back(why);
+       },
+       .hashed = false},
+      {.key = "learners", .member = &C::learners, .option = {"--learners", "Learner ranks (lambda)"},
+       .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "L"},
+       .check = [](const C& c, Problems& p) { check_ranks(p, "learners", c.learners); }},
+      {.key = "servers", .member = &C::servers, .option = {"--servers", "Parameter-server shards"},
+       .check = [](const C& c, Problems& p) { check_ranks(p, "servers", c.servers); }},
+      {.key = "protocol", .member = &C::protocol, .option = {"--protocol", "hardsync, softsync or nsync"},
+       .suite = {.token = ""},
+       .check = [](const C& c, Problems& p) { registered(p, "protocol", c.protocol, protocol::protocols(), c); }},
+      {.key = "softsync_n", .member = &C::softsync_n, .option = {"--n", "n of n-softsync (1..learners)"},
+       .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "n"}},
+      {.key = "n_sync", .member = &C::n_sync, .option = {"--n-sync", "Local steps between pushes for nsync"},
+       .suite = {.token = "nsync"}},
+      {.key = "lr_policy", .member = &C::lr_policy, .option = {"--lr-policy", "constant, staleness or mean-staleness"},
+       .suite = {.token = ""},
+       .check = [](const C& c, Problems& p) {
+         registered(p, "lr policy", c.lr_policy, protocol::rate_policies(), c);
+       }},
+      {.key = "warm_start", .member = &C::warm_start,
+       .option = {"--warm-start", "Initial weights from this checkpoint (1 shard, same model)"},
+       .suite = {.check_alone = false},
+       .check = [](const C& c, Problems& p) {
+         utf8_path(p, "warm start file", c.warm_start);
+         need(p, c.warm_start.size() <= kMaxPath,
+              fmt::format("warm start file '{}' is too long", shorten(c.warm_start)));
+       }},
+      {.key = "warm_steps", .member = &C::warm_steps,
+       .option = {"--warm-steps", "Warm start: this many single-learner steps first"},
+       .suite = {.check_alone = false, .has_min = true, .min = 0},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.warm_steps >= 0, fmt::format("warm steps {} must be >= 0", c.warm_steps));
+       }},
+      {.key = "virtual", .member = &C::virtual_learners,
+       .option = {"--virtual", "Virtual learners: all learners in this process on a virtual clock"},
+       .suite = {.reserved = "use 'mode: virtual'"}},
+      {.key = "timing", .member = &C::timing,
+       .option = {"--timing", "Virtual timing model: calibrate, fixed, normal, lognormal"}, .suite = {.token = ""},
+       .check = [](const C& c, Problems& p) {
+         one_of(p, "timing", c.timing, {"calibrate", "fixed", "normal", "lognormal"});
+       }},
+      {.key = "compute_s", .member = &C::compute_s,
+       .option = {"--compute-s", "Virtual: mean compute time per minibatch (0: measure)"}},
+      {.key = "compute_cv", .member = &C::compute_cv,
+       .option = {"--compute-cv", "Virtual: coefficient of variation of compute time"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.compute_cv >= 0 && finite(c.compute_cv),
+              fmt::format("compute_cv {} must be >= 0 and finite", c.compute_cv));
+       }},
+      {.key = "comm_s", .member = &C::comm_s,
+       .option = {"--comm-s", "Virtual: push + pull time per exchange (0: measure)"}},
+      {.key = "straggler", .member = &C::straggler,
+       .option = {"--straggler", "Virtual: index of a slow learner (-1: none)"},
+       .suite = {.check_alone = false, .has_min = true, .min = -1},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.straggler >= -1 && c.straggler < c.learners,
+              fmt::format("straggler {} must be -1 (none) or a learner index below {}", c.straggler, c.learners));
+       }},
+      {.key = "straggler_factor", .member = &C::straggler_factor,
+       .option = {"--straggler-factor", "Virtual: how many times slower"},
+       .check = [](const C& c, Problems& p) {
+         need(p, c.straggler_factor >= 1 && finite(c.straggler_factor),
+              fmt::format("straggler factor {} must be >= 1 and finite", c.straggler_factor));
+       }},
+  };
+  return table;
+}
+
+#pragma GCC diagnostic pop
+
+}  // namespace asgd::config

@@ -1,0 +1,75 @@
+// validate(): each field's own checks from the field table (fields.hpp), in
+// its order, then the checks that involve several fields.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "config/fields.hpp"
+
+namespace asgd {
+
+namespace {
+
+// Largest synthetic image side and channel count: their product stays far
+// from overflowing the models' parameter counts.
+constexpr index_t kMaxSyntheticSide = index_t{1} << 20;
+constexpr index_t kMaxSyntheticChannels = 4096;
+constexpr std::int32_t kMaxClasses = 1 << 20;
+constexpr index_t kMaxSamples = index_t{1} << 40;
+
+void check_synthetic(const data::DatasetSpec& d, std::vector<std::string>& p) {
+  auto need = [&](bool ok, std::string msg) {
+    if (!ok) p.push_back(std::move(msg));
+  };
+  need(d.h >= 1 && d.w >= 1 && d.c >= 1,
+       fmt::format("synthetic shape {}x{}x{} must be positive (--synthetic-size, --synthetic-channels)", d.h, d.w,
+                   d.c));
+  need(d.h <= kMaxSyntheticSide && d.w <= kMaxSyntheticSide && d.c <= kMaxSyntheticChannels,
+       fmt::format("synthetic shape {}x{}x{} is too large (--synthetic-size at most {}, "
+                   "--synthetic-channels at most {})",
+                   d.h, d.w, d.c, kMaxSyntheticSide, kMaxSyntheticChannels));
+  need(d.classes >= 2 && d.classes <= kMaxClasses,
+       fmt::format("synthetic classes {} must be in 2..{} (--synthetic-classes)", d.classes, kMaxClasses));
+  need(d.n_train >= 1 && d.n_test >= 1,
+       fmt::format("synthetic sample counts must be >= 1 (--synthetic-train {}, --synthetic-test {})", d.n_train,
+                   d.n_test));
+  need(d.n_train <= kMaxSamples && d.n_test <= kMaxSamples,
+       fmt::format("synthetic sample counts must be at most {} (--synthetic-train {}, --synthetic-test {})",
+                   kMaxSamples, d.n_train, d.n_test));
+}
+
+// The checks that involve more than one field.
+void check_across(const TrainConfig& c, std::vector<std::string>& p) {
+  auto need = [&](bool ok, std::string msg) {
+    if (!ok) p.push_back(std::move(msg));
+  };
+  need(c.device == "cpu" || !c.virtual_learners,
+       "virtual learners run on the CPU (device cuda is for real learners)");
+  need(c.warm_start.empty() || c.warm_steps == 0, "warm start: give a checkpoint or warm steps, not both");
+  need(c.compute_s >= 0 && c.comm_s >= 0 && std::isfinite(c.compute_s) && std::isfinite(c.comm_s),
+       "compute_s and comm_s must be >= 0 and finite");
+  if (c.data.kind == "synthetic") check_synthetic(c.data, p);
+}
+
+}  // namespace
+
+std::vector<std::string> validate(const TrainConfig& c) {
+  std::vector<std::string> p;
+  for (const auto& f : config::fields())
+    if (f.check) f.check(c, p);
+  check_across(c, p);
+  return p;
+}
+
+void check(const TrainConfig& c) {
+  const auto problems = validate(c);
+  if (problems.empty()) return;
+  std::string msg = fmt::format("invalid configuration ({} problem{}): ", problems.size(),
+                                problems.size() == 1 ? "" : "s");
+  for (std::size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
+  throw Error(msg);
+}
+
+}  // namespace asgd
