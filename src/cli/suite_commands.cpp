@@ -1,0 +1,92 @@
+// asgd sweep (plan, run, submit, status) and asgd report.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "cli/commands.hpp"
+#include "report/report.hpp"
+#include "sweep/runner.hpp"
+#include "sweep/slurm.hpp"
+#include "sweep/suite.hpp"
+
+namespace asgd::cli {
+
+namespace {
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("asgd") : p.string();
+}
+
+}  // namespace
+
+std::string source_dir() {
+  if (const char* env = std::getenv("ASGD_SOURCE_DIR")) return env;
+  return ASGD_SOURCE_DIR;
+}
+
+int cmd_report(const std::string& dir, const std::string& out, bool plots, bool quiet) {
+  report::ReportOptions o;
+  o.suite_dir = dir;
+  o.out_dir = out;
+  o.reference_dir = source_dir() + "/results/reference";
+  if (plots) o.plot_script = source_dir() + "/tools/plot_report.py";
+  o.quiet = quiet;
+  const int n = report::write_report(o);
+  const std::string where = out.empty() ? dir + "/report" : out;
+  fmt::print("report of {} runs: {}/report.md\n", n, where);
+  return 0;
+}
+
+int cmd_sweep(const std::string& action, const SweepArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto suite = sweep::load_suite(a.suite, a.results);
+  if (action == "plan") {
+    const auto groups = sweep::group_by_shape(suite);
+    fmt::print("suite {} ({}): {} runs in {} resource shape{}, mode {}\n", suite.name, a.suite,
+               suite.runs.size(), groups.size(), groups.size() == 1 ? "" : "s", suite.mode);
+    for (const auto& g : groups) {
+      fmt::print("shape {} ({} runs):\n", g.front()->shape, g.size());
+      for (const auto* r : g) fmt::print("  {}\n", r->run_id);
+    }
+    fmt::print("planned in {:.3f}s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
+  if (action == "status") return sweep::status(suite, a.results) > 0 ? 1 : 0;
+  if (action == "submit") {
+    sweep::SubmitOptions o;
+    o.site = a.site;
+    o.sites_dir = a.sites_dir.empty() ? source_dir() + "/slurm/sites" : a.sites_dir;
+    o.self = self_exe();
+    o.dry_run = a.dry_run;
+    sweep::submit(suite, a.results, o);
+    fmt::print("submit took {:.3f}s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
+  sweep::LocalOptions o;
+  o.jobs = a.jobs;
+  o.cores = a.cores;
+  o.self = self_exe();
+  o.mpiexec = a.mpiexec;
+  o.dry_run = a.dry_run;
+  const int failed = sweep::run_local(suite, a.results, o);
+  if (suite.mode == "micro") {
+    fmt::print("benchmark results (Google Benchmark JSON, for asgd compare): {}\n",
+               sweep::micro_output(suite.runs.front(), sweep::suite_paths(suite, a.results)));
+  } else if (!a.dry_run && !a.no_report) {
+    fmt::print("\n");
+    cmd_report(sweep::suite_paths(suite, a.results).root, "", true, false);
+    const std::string md = sweep::suite_paths(suite, a.results).root + "/report/report.md";
+    if (std::ifstream in(md); in) fmt::print("\n{}", std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace asgd::cli
