@@ -1,0 +1,143 @@
+// The configuration's field table (config/fields.hpp) and what is made from
+// it: config hashes and run ids that name existing runs' files (pinned), JSON
+// round trips of every field, the suite's reserved keys, and validate()
+// naming each field's problem.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "common/hash.hpp"
+#include "config/config.hpp"
+#include "config/fields.hpp"
+
+namespace {
+
+// A config with every field away from its default.
+asgd::TrainConfig changed() {
+  asgd::TrainConfig c;
+  c.model = "mlp";
+  c.data = {"synthetic", "/data", 8, 9, 3, 5, 100, 50, 4, false};
+  c.batch = 16;
+  c.lr = 0.5;
+  c.momentum = 0.5;
+  c.weight_decay = 0.25;
+  c.lr_steps = {2, 4};
+  c.lr_gamma = 0.5;
+  c.epochs = 3;
+  c.max_steps = 7;
+  c.eval_every = 2;
+  c.eval_batch = 32;
+  c.eval_samples = 10;
+  c.checkpoint_every = 5;
+  c.seed = 7;
+  c.target_error = 0.3;
+  c.diverge_loss = 99;
+  c.threads = 2;
+  c.device = "cuda";
+  c.results_dir = "r";
+  c.suite = "s";
+  c.run_id = "id";
+  c.learners = 4;
+  c.servers = 2;
+  c.protocol = "softsync";
+  c.softsync_n = 2;
+  c.n_sync = 3;
+  c.lr_policy = "staleness";
+  c.warm_start = "w.h5";
+  c.warm_steps = 0;
+  c.virtual_learners = true;
+  c.timing = "fixed";
+  c.compute_s = 0.1;
+  c.compute_cv = 0.2;
+  c.comm_s = 0.3;
+  c.straggler = 1;
+  c.straggler_factor = 2;
+  return c;
+}
+
+}  // namespace
+
+// Results files, checkpoints and suite folders are named by these: they must
+// never change (values of the implementation before the field table).
+TEST(ConfigTable, HashesAndRunIdsArePinned) {
+  asgd::TrainConfig c;
+  EXPECT_EQ(asgd::config_hash(c), "a56e800a75ae1450");
+  EXPECT_EQ(asgd::resolved_run_id(c), "lenet-fashion-mnist-hardsync-L1-a56e800a");
+  c.model = "mlp";
+  c.data.kind = "synthetic";
+  c.learners = 4;
+  c.protocol = "softsync";
+  c.softsync_n = 2;
+  c.lr_steps = {2, 4};
+  c.seed = 7;
+  EXPECT_EQ(asgd::resolved_run_id(c), "mlp-synthetic-softsync-L4-08986941");
+  // paths, ids, threads and the checkpoint interval are not hashed; the device is
+  c.device = "cuda";
+  c.results_dir = "elsewhere";
+  c.threads = 4;
+  c.checkpoint_every = 9;
+  c.suite = "s";
+  EXPECT_EQ(asgd::config_hash(c), "fb1ce83b955741fc");
+  static_assert(asgd::fnv1a64("") == asgd::kFnv1aOffset);
+  static_assert(asgd::mix(0, 0) == asgd::splitmix64(0));
+}
+
+TEST(ConfigTable, EveryFieldRoundTripsThroughJson) {
+  const asgd::TrainConfig c = changed();
+  const nlohmann::json j = c;
+  for (const auto& f : asgd::config::fields()) EXPECT_TRUE(j.contains(f.key)) << f.key;
+  for (const auto& f : asgd::config::dataset_fields()) EXPECT_TRUE(j["dataset"].contains(f.key)) << f.key;
+  EXPECT_EQ(j.size(), asgd::config::fields().size());
+  const asgd::TrainConfig back = j.get<asgd::TrainConfig>();
+  EXPECT_EQ(nlohmann::json(back).dump(), j.dump());
+  // the default device is not written (CPU configurations keep their hashes)
+  EXPECT_FALSE(nlohmann::json(asgd::TrainConfig{}).contains("device"));
+}
+
+TEST(ConfigTable, KeysAreUniqueAndOptionsNamed) {
+  std::set<std::string> keys, flags;
+  for (const auto& f : asgd::config::fields()) {
+    EXPECT_TRUE(keys.insert(f.key).second) << f.key;
+    if (f.option.flag) {
+      EXPECT_TRUE(flags.insert(f.option.flag).second) << f.option.flag;
+    }
+  }
+  for (const auto& f : asgd::config::dataset_fields()) {
+    if (f.option.flag) {
+      EXPECT_TRUE(flags.insert(f.option.flag).second) << f.option.flag;
+    }
+  }
+  // bookkeeping a suite fills in itself
+  for (const char* k : {"results_dir", "suite", "run_id", "virtual"}) {
+    const auto& t = asgd::config::fields();
+    const auto it = std::find_if(t.begin(), t.end(), [&](const auto& f) { return std::string(f.key) == k; });
+    ASSERT_NE(it, t.end()) << k;
+    EXPECT_NE(it->suite.reserved, nullptr) << k;
+  }
+}
+
+TEST(ConfigTable, EachCheckNamesItsField) {
+  auto problems = [](auto set) {
+    asgd::TrainConfig c;
+    set(c);
+    std::string s;
+    for (const auto& p : asgd::validate(c)) s += p + "; ";
+    return s;
+  };
+  EXPECT_EQ(problems([](asgd::TrainConfig&) {}), "");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.batch = 0; }), "batch 0 must be >= 1; ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.protocol = "x"; }), "protocol 'x' unknown (hardsync, softsync, nsync); ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.lr_policy = "x"; }),
+            "lr policy 'x' unknown (constant, staleness, mean-staleness); ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.softsync_n = 3; }), "softsync n 3 must be in 1..learners (1); ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.model = "resnet"; }),
+            "model 'resnet' unknown (mlp, lenet, cifar10-18pct, alexnet); ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.data.kind = "x"; }),
+            "dataset 'x' unknown (fashion-mnist, mnist, cifar10, synthetic); ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.compute_s = -1; c.comm_s = -1; }),
+            "compute_s and comm_s must be >= 0 and finite; ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c = changed(); c.virtual_learners = false; }), "");
+}
