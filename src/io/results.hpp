@@ -120,9 +120,9 @@ struct LearnerCursor {
 // What a run of virtual learners needs beyond the server's state to continue
 // exactly (written at an update, when no gradient is pending at the server):
 // the virtual time, the event queue and each learner's state. Per-learner
-// arrays have one entry per learner; weights, fetched and inc hold
-// learners x n_params floats, learner-major (fetched and inc: weight-delta
-// protocols only, else empty).
+// arrays have one entry per learner; weights and inc hold learners x
+// n_params floats, learner-major (weights: what each learner fetched; inc,
+// its local momentum: weight-delta protocols only, else empty).
 struct VirtualState {
   double now = 0;
   std::uint64_t seq = 0;  // events scheduled so far (ties in the queue are broken by it)
@@ -134,7 +134,7 @@ struct VirtualState {
   std::vector<LearnerTiming> timing;           // virtual times so far
   std::vector<double> push_at;                 // when its pending push reached the server
   std::vector<std::uint64_t> timing_rng;       // the timing model's generator states
-  std::vector<float> weights, fetched, inc;
+  std::vector<float> weights, inc;
   bool empty() const { return timestamp.empty(); }
 };
 

@@ -23,8 +23,7 @@ void check_state(const VirtualState& v, std::int64_t n_params) {
   need(std::isfinite(v.now) && v.now >= 0, "virtual time is not a time");
   const auto P = static_cast<std::size_t>(n_params);
   need(v.weights.size() == L * P, "learners' weights are not learners x n_params floats");
-  need(v.fetched.size() == v.inc.size() && (v.fetched.empty() || v.fetched.size() == L * P),
-       "fetched weights / local momentum are not learners x n_params floats");
+  need(v.inc.empty() || v.inc.size() == L * P, "local momentum is not learners x n_params floats");
 }
 
 }  // namespace
@@ -49,7 +48,6 @@ void write_virtual_state(const h5::Loc& root, const VirtualState& v, std::int64_
   h5::write_vector(loc, "push_at", v.push_at);
   h5::write_vector(loc, "timing_rng", v.timing_rng);
   h5::write_vector(loc, "weights", v.weights);
-  h5::write_vector(loc, "fetched", v.fetched);
   h5::write_vector(loc, "inc", v.inc);
 }
 
@@ -73,7 +71,6 @@ VirtualState read_virtual_state(const h5::Loc& root, std::int64_t n_params) {
   v.push_at = h5::read_vector<double>(loc, "push_at");
   v.timing_rng = h5::read_vector<std::uint64_t>(loc, "timing_rng");
   v.weights = h5::read_vector<float>(loc, "weights");
-  v.fetched = h5::read_vector<float>(loc, "fetched");
   v.inc = h5::read_vector<float>(loc, "inc");
   check_state(v, n_params);
   return v;

@@ -1,18 +1,18 @@
 #pragma once
 // A learner's work between two exchanges with the servers, the same for the
-// MPI learner and the virtual ones: local_steps() minibatches on the
-// learner's weights (the model's parameters); with weight-delta pushes
-// (nsync) a local SGD step after each, with the learner's own momentum at the
-// schedule's rate for the learner's data epoch, and at the end the push
-// payload params - fetched in the gradient buffer. Otherwise the gradient of
-// the one minibatch is left in the gradient buffer.
+// MPI learner and the virtual ones, on any engine: local_steps() minibatches
+// on the engine's weights; with weight-delta pushes (nsync) a local SGD step
+// after each, with the engine's own momentum at the schedule's rate for the
+// learner's data epoch, and at the end the push payload params - fetched in
+// the gradient buffer (the engine kept the fetched weights: keep_fetched()).
+// Otherwise the gradient of the one minibatch is left in the gradient buffer.
+// Ends synchronised.
 #include <cstdint>
 #include <vector>
 
 #include "config/config.hpp"
 #include "data/dataset.hpp"
-#include "gpu/gpu.hpp"
-#include "nn/model.hpp"
+#include "engine/engine.hpp"
 #include "ps/protocol.hpp"
 
 namespace asgd::ps {
@@ -24,29 +24,18 @@ struct LocalResult {
 
 class LocalSteps {
  public:
-  LocalSteps(const TrainConfig& cfg, const UpdateRule& rule, const data::Dataset& train,
-             index_t sample_size);
+  LocalSteps(const TrainConfig& cfg, const UpdateRule& rule, const data::Dataset& train)
+      : cfg_(cfg), rule_(rule), train_(train) {}
   // One minibatch of learner l: the next indices of sampler, dropout seed
   // mix(mix(seed, l), step), step counted up; the mean-loss gradient added
-  // to the model's (zeroed) gradient buffer.
-  // With net (--device cuda) the minibatch runs there instead.
-  kernels::LossSum gradient(nn::Model& model, data::Sampler& sampler, int l, std::int64_t& step,
-                            gpu::Net* net = nullptr);
-  // The whole cycle. inc, fetched: the learner's local momentum and the
-  // weights it fetched (used with weight-delta pushes only). With net the
-  // cycle runs on the GPU (its own momentum and fetched copy) and ends
-  // synchronised.
-  LocalResult run(nn::Model& model, data::Sampler& sampler, int l, std::int64_t& step,
-                  const nn::View& inc, const nn::View& fetched, gpu::Net* net = nullptr);
+  // to the (zeroed) gradient buffer.
+  engine::Loss gradient(engine::Engine& eng, data::Sampler& sampler, int l, std::int64_t& step);
+  LocalResult run(engine::Engine& eng, data::Sampler& sampler, int l, std::int64_t& step);
 
  private:
   const TrainConfig& cfg_;
   const UpdateRule& rule_;
   const data::Dataset& train_;
-  nn::View x_;
-  nn::IView y_;
-  nn::View::HostMirror xh_;
-  nn::IView::HostMirror yh_;
   std::vector<index_t> idx_;
 };
 

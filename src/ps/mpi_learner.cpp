@@ -13,142 +13,167 @@ namespace asgd::ps {
 
 using namespace detail;
 
-void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
-                 nn::Model& model, const SharedWindows& shm, gpu::Net* net, bool cuda_aware) {
-  const int S = cfg.servers, L = cfg.learners, l = comm.rank() - S;
-  const UpdateRule rule(cfg);
-  std::vector<Shard> shards;
-  for (int s = 0; s < S; ++s) shards.push_back(shard_of(model.n_params(), s, S));
-  data::Sampler sampler(train.n, cfg.seed, l, L, cfg.batch);
-  std::vector<std::int64_t> clocks(S, 0);
-  std::vector<ReplyHeader> replies(S);
-  PushHeader totals;
-  real_t* params = model.params().data();
-  const bool direct = net != nullptr && cuda_aware && !shm.on;  // MPI moves device memory
-  real_t* recv_base = direct ? net->device_params() : params;
+namespace {
+
+class Learner {
+ public:
+  Learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
+          engine::Engine& eng, const SharedWindows& shm, bool cuda_aware)
+      : cfg_(cfg), comm_(comm), eng_(eng), shm_(shm), S_(cfg.servers), l_(comm.rank() - S_),
+        rule_(cfg), local_(cfg, rule_, train),
+        sampler_(train.n, cfg.seed, l_, cfg.learners, cfg.batch), clocks_(static_cast<std::size_t>(S_)),
+        replies_(static_cast<std::size_t>(S_)), heads_(static_cast<std::size_t>(S_)),
+        bodies_(static_cast<std::size_t>(S_)), released_(static_cast<std::size_t>(S_), MPI_REQUEST_NULL) {
+    for (int s = 0; s < S_; ++s) shards_.push_back(shard_of(eng.n_params(), s, S_));
+    // CUDA-aware MPI with messages: replies land in and pushes leave from device memory
+    eng_.set_direct(cuda_aware && !shm.on);
+  }
+
+  void run() {
+    const bool stop = hello();
+    // Backward passes write straight into this learner's shared window: the
+    // servers read the gradient there, no copy. (The window is free to write:
+    // a server has consumed the last gradient before it replies.)
+    if (shm_.on) eng_.use_grad_memory(shm_.grad_base[static_cast<std::size_t>(l_)]);
+    eng_.pin_host_buffers();  // page-locked staging buffers copy at full DMA speed
+    if (!stop) cycles();
+    totals_.stage_s = eng_.staging_s();
+    std::vector<MPI_Request> r;
+    for (int s = 0; s < S_; ++s) r.push_back(isend(totals_, s, kBye, comm_.get()));
+    polite_wait_all(S_, r.data(), Wait::event, "bye messages to reach the servers");
+  }
+
+ private:
+  // Fetches the weights (and, after a resume, this learner's data cursor).
+  // Returns whether server 0 said stop.
+  bool hello() {
+    post_receives();
+    std::vector<MPI_Request> r;
+    for (int s = 0; s < S_; ++s) r.push_back(isend(totals_, s, kHello, comm_.get()));
+    polite_wait_all(S_, r.data(), Wait::event, "hello messages to reach the servers");
+    const bool stop = finish_receives(nullptr, nullptr);
+    if (replies_[0].cursor_epoch > 0 || replies_[0].cursor_batch > 0)
+      sampler_.restore({replies_[0].cursor_epoch, replies_[0].cursor_batch});
+    return stop;
+  }
+
+  // Compute, push, pull until server 0 says stop.
+  void cycles() {
+    for (bool stop = false; !stop;) {
+      eng_.params_changed();  // the pulled weights (staged to the device where there is one)
+      if (rule_.delta()) eng_.keep_fetched();
+      PushHeader h;
+      const auto t0 = Clock::now();
+      const LocalResult lr = local_.run(eng_, sampler_, l_, step_);
+      h.loss_sum = lr.loss_sum;
+      h.wrong = lr.wrong;
+      h.samples = lr.samples;
+      const auto st = sampler_.state();
+      h.cursor_epoch = st.epoch;
+      h.cursor_batch = st.batch;
+      const double compute = seconds_since(t0);
+      totals_.compute_s += compute;
+      eng_.grads_ready();
+      push(h, compute);
+      stop = finish_receives(&totals_.wait_s, &totals_.pull_s);
+    }
+  }
+
+  void push(PushHeader h, double compute) {
+    inject_delay();
+    const auto t1 = Clock::now();
+    post_receives();
+    if (shm_.on) {  // the gradient already is in this learner's window; headers only
+      MPI_Win_sync(shm_.grads);
+      h.shm = 1;
+    }
+    std::vector<PushHeader> hs(static_cast<std::size_t>(S_), h);
+    std::vector<MPI_Request> r;
+    const real_t* send_base = eng_.transfer_grads();
+    for (int s = 0; s < S_; ++s) {
+      hs[s].timestamp = clocks_[s];
+      hs[s].compute_s = compute;
+      r.push_back(isend(hs[s], s, kPush, comm_.get()));
+      if (!shm_.on)
+        r.push_back(isend_floats(send_base + shards_[s].offset, shards_[s].len, s, kPushData,
+                                 comm_.get()));
+    }
+    polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer,
+                    "this learner's push to reach the servers");
+    totals_.push_s += seconds_since(t1);
+    totals_.gradients += 1;
+  }
 
   // Replies (header + weights) from every server are received into the
   // parameter buffer. Receives are posted BEFORE the matching push is sent,
   // so a server's reply never waits on this learner (no cycle with a server
   // 0 that is busy gathering shards for an evaluation).
-  std::vector<MPI_Request> heads(S), bodies(S);
-  auto post_receives = [&] {
-    for (int s = 0; s < S; ++s) {
-      heads[s] = irecv(replies[s], s, kReply, comm.get());
-      if (!shm.on)
-        bodies[s] = irecv_floats(recv_base + shards[s].offset, shards[s].len, s, kReplyData, comm.get());
+  void post_receives() {
+    real_t* recv_base = eng_.transfer_params();
+    for (int s = 0; s < S_; ++s) {
+      heads_[s] = irecv(replies_[s], s, kReply, comm_.get());
+      if (!shm_.on)
+        bodies_[s] = irecv_floats(recv_base + shards_[s].offset, shards_[s].len, s, kReplyData,
+                                  comm_.get());
     }
-  };
+  }
+
   // Returns whether server 0 said stop.
   // With shared memory each shard is copied and released (kPullDone) as soon
   // as its own reply arrives, never after waiting for another shard: a shard
   // that waits for our kPullDone then waits on nothing else (with S >= 2 a
   // release after all replies deadlocked: two shards each holding a reply
   // the other's learner needed).
-  const char pull_done = 0;
-  std::vector<MPI_Request> released(S, MPI_REQUEST_NULL);
-  auto finish_receives = [&](double* wait_s, double* pull_s) {
+  bool finish_receives(double* wait_s, double* pull_s) {
     const auto t0 = Clock::now();
     double copy_s = 0;
-    if (shm.on) {
-      for (int left = S; left > 0; --left) {
-        const int s = polite_wait_any(S, heads.data(), Wait::event, "a reply from a server shard");
+    if (shm_.on) {
+      const char pull_done = 0;
+      real_t* params = eng_.params();
+      for (int left = S_; left > 0; --left) {
+        const int s = polite_wait_any(S_, heads_.data(), Wait::event, "a reply from a server shard");
         const auto c0 = Clock::now();
         inject_delay();
-        MPI_Win_sync(shm.weights);
-        std::memcpy(params + shards[s].offset, shm.weight_base[static_cast<std::size_t>(s)],
-                    static_cast<std::size_t>(shards[s].len) * sizeof(real_t));
-        released[s] = isend(pull_done, s, kPullDone, comm.get());
+        MPI_Win_sync(shm_.weights);
+        std::memcpy(params + shards_[s].offset, shm_.weight_base[static_cast<std::size_t>(s)],
+                    static_cast<std::size_t>(shards_[s].len) * sizeof(real_t));
+        released_[s] = isend(pull_done, s, kPullDone, comm_.get());
         copy_s += seconds_since(c0);
       }
-      polite_wait_all(S, released.data(), Wait::transfer, "pull-done messages to reach the servers");
+      polite_wait_all(S_, released_.data(), Wait::transfer, "pull-done messages to reach the servers");
     } else {
-      polite_wait_all(S, heads.data(), Wait::event, "replies from every server shard");
+      polite_wait_all(S_, heads_.data(), Wait::event, "replies from every server shard");
       const auto c0 = Clock::now();
-      polite_wait_all(S, bodies.data(), Wait::transfer, "the weights from every server shard");
+      polite_wait_all(S_, bodies_.data(), Wait::transfer, "the weights from every server shard");
       copy_s = seconds_since(c0);
     }
-    for (int s = 0; s < S; ++s) clocks[s] = replies[s].clock;
+    for (int s = 0; s < S_; ++s) clocks_[s] = replies_[s].clock;
     if (wait_s) *wait_s += seconds_since(t0) - copy_s;
     if (pull_s) *pull_s += copy_s;
-    return replies[0].stop != 0;
-  };
+    return replies_[0].stop != 0;
+  }
 
-  // hello: fetch the weights (and, after a resume, this learner's data cursor)
-  post_receives();
-  {
-    std::vector<MPI_Request> r;
-    for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kHello, comm.get()));
-    polite_wait_all(S, r.data(), Wait::event, "hello messages to reach the servers");
-  }
-  bool stop = finish_receives(nullptr, nullptr);
-  if (replies[0].cursor_epoch > 0 || replies[0].cursor_batch > 0)
-    sampler.restore({replies[0].cursor_epoch, replies[0].cursor_batch});
+  const TrainConfig& cfg_;
+  const Comm& comm_;
+  engine::Engine& eng_;
+  const SharedWindows& shm_;
+  int S_, l_;
+  UpdateRule rule_;
+  LocalSteps local_;
+  data::Sampler sampler_;
+  std::vector<Shard> shards_;
+  std::vector<std::int64_t> clocks_;
+  std::vector<ReplyHeader> replies_;
+  std::vector<MPI_Request> heads_, bodies_, released_;
+  PushHeader totals_;
+  std::int64_t step_ = 0;
+};
 
-  // Backward passes write straight into this learner's shared window: the
-  // servers read the gradient there, no copy. (The window is free to write:
-  // a server has consumed the last gradient before it replies.)
-  if (shm.on) model.use_grad_memory(shm.grad_base[static_cast<std::size_t>(l)]);
-  if (net && !direct) {  // page-locked staging buffers copy at full DMA speed
-    const auto bytes = static_cast<std::size_t>(model.n_params()) * sizeof(real_t);
-    net->pin(params, bytes);
-    net->pin(model.grads().data(), bytes);
-  }
-  const real_t* send_base = direct ? net->device_grads() : model.grads().data();
-  nn::View local_inc, fetched;
-  if (rule.delta() && !net) {
-    local_inc = nn::View("asgd::learner::inc", model.n_params());
-    fetched = nn::View("asgd::learner::fetched", model.n_params());
-    Kokkos::deep_copy(fetched, model.params());
-  }
-  LocalSteps local(cfg, rule, train, train.sample_size());
-  std::int64_t step = 0;
-  while (!stop) {
-    PushHeader h;
-    if (net) {
-      if (!direct) net->set_params(params);
-      if (rule.delta()) net->keep_fetched();
-    }
-    const auto t0 = Clock::now();
-    const LocalResult lr = local.run(model, sampler, l, step, local_inc, fetched, net);
-    h.loss_sum = lr.loss_sum;
-    h.wrong = lr.wrong;
-    h.samples = lr.samples;
-    const auto st = sampler.state();
-    h.cursor_epoch = st.epoch;
-    h.cursor_batch = st.batch;
-    const double compute = seconds_since(t0);
-    totals.compute_s += compute;
-    if (net && !direct) net->get_grads(model.grads().data());
+}  // namespace
 
-    inject_delay();
-    const auto t1 = Clock::now();
-    post_receives();
-    if (shm.on) {  // the gradient already is in this learner's window; headers only
-      MPI_Win_sync(shm.grads);
-      h.shm = 1;
-    }
-    std::vector<PushHeader> hs(S, h);
-    std::vector<MPI_Request> r;
-    for (int s = 0; s < S; ++s) {
-      hs[s].timestamp = clocks[s];
-      hs[s].compute_s = compute;
-      r.push_back(isend(hs[s], s, kPush, comm.get()));
-      if (!shm.on)
-        r.push_back(isend_floats(send_base + shards[s].offset, shards[s].len, s, kPushData,
-                                 comm.get()));
-    }
-    polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer,
-                    "this learner's push to reach the servers");
-    totals.push_s += seconds_since(t1);
-    totals.gradients += 1;
-    stop = finish_receives(&totals.wait_s, &totals.pull_s);
-    if (rule.delta() && !stop && !net) Kokkos::deep_copy(fetched, model.params());
-  }
-  if (net) totals.stage_s = net->staging_s();
-  std::vector<MPI_Request> r;
-  for (int s = 0; s < S; ++s) r.push_back(isend(totals, s, kBye, comm.get()));
-  polite_wait_all(S, r.data(), Wait::event, "bye messages to reach the servers");
+void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
+                 engine::Engine& eng, const SharedWindows& shm, bool cuda_aware) {
+  Learner(cfg, comm, train, eng, shm, cuda_aware).run();
 }
 
 }  // namespace asgd::ps

@@ -4,19 +4,18 @@
 // bye with its own timing totals.
 #include "config/config.hpp"
 #include "data/dataset.hpp"
-#include "gpu/gpu.hpp"
-#include "nn/model.hpp"
+#include "engine/engine.hpp"
 #include "ps/mpi_util.hpp"
 #include "ps/shm_windows.hpp"
 
 namespace asgd::ps {
 
-// net: this learner's GPU (--device cuda), else nullptr. With a GPU the
-// weights are staged host -> device after each pull and the gradient device
-// -> host before each push (timed as stage_s), unless the MPI library is
-// CUDA-aware and messages are in use: then replies land in and pushes leave
-// from device memory directly.
+// eng: this learner's engine (CPU, or its GPU with --device cuda). On a GPU
+// the weights are staged host -> device after each pull and the gradient
+// device -> host before each push (timed as stage_s), unless the MPI library
+// is CUDA-aware and messages are in use: then replies land in and pushes
+// leave from device memory directly.
 void run_learner(const TrainConfig& cfg, const Comm& comm, const data::Dataset& train,
-                 nn::Model& model, const SharedWindows& shm, gpu::Net* net, bool cuda_aware);
+                 engine::Engine& eng, const SharedWindows& shm, bool cuda_aware);
 
 }  // namespace asgd::ps

@@ -12,11 +12,11 @@ namespace asgd::ps {
 
 using namespace detail;
 
-Server::Server(RunSession& session, const Comm& comm, data::DataPair* data, nn::Model& model)
-    : s_(session), cfg_(session.cfg()), comm_(comm), data_(data), model_(model), k_(comm.rank()),
+Server::Server(RunSession& session, const Comm& comm, data::DataPair* data, engine::Engine& eng)
+    : s_(session), cfg_(session.cfg()), comm_(comm), data_(data), eng_(eng), k_(comm.rank()),
       S_(cfg_.servers), L_(cfg_.learners), n_train_(data->train.n),
-      shard_(shard_of(model.n_params(), k_, S_)), core_(cfg_, shard_.len, L_, n_train_) {
-  Kokkos::deep_copy(core_.weights(), sub(model.params(), shard_));
+      shard_(shard_of(eng.n_params(), k_, S_)), core_(cfg_, shard_.len, L_, n_train_) {
+  load_weights(eng.params());
   timing_.resize(static_cast<std::size_t>(L_));
   for (int l = 0; l < L_; ++l) timing_[static_cast<std::size_t>(l)].learner = l;  // pushed: -1 until its bye
   pushed_before_.assign(static_cast<std::size_t>(L_), 0);
@@ -24,7 +24,7 @@ Server::Server(RunSession& session, const Comm& comm, data::DataPair* data, nn::
 
 bool Server::resume() {
   io::CheckpointExpect want;
-  want.n_params = model_.n_params();
+  want.n_params = eng_.n_params();
   want.shard_count = S_;
   want.shard_index = k_;
   want.shard_offset = shard_.offset;
@@ -59,7 +59,9 @@ void Server::warm_up_took(double s) {
   warm_up_s_ = s;
 }
 
-void Server::load_weights(const nn::View& full) { Kokkos::deep_copy(core_.weights(), sub(full, shard_)); }
+void Server::load_weights(const real_t* full) {
+  Kokkos::deep_copy(core_.weights(), nn::View(const_cast<real_t*>(full) + shard_.offset, shard_.len));
+}
 
 io::RunResult Server::failed_result() {
   status_ = "failed";
@@ -286,17 +288,18 @@ void Server::run_eval() {
   const auto t0 = Clock::now();
   inject_delay();
   Kokkos::fence();
-  const nn::View full = model_.params();
-  Kokkos::deep_copy(sub(full, shard_), core_.weights());
+  real_t* full = eng_.params();
+  Kokkos::deep_copy(nn::View(full + shard_.offset, shard_.len), core_.weights());
   for (int s = 1; s < S_; ++s) {
-    const Shard sh = shard_of(model_.n_params(), s, S_);
+    const Shard sh = shard_of(eng_.n_params(), s, S_);
     const char dummy = 0;
     MPI_Request r[2];
-    r[0] = irecv_floats(full.data() + sh.offset, sh.len, s, kEvalData, comm_.get());
+    r[0] = irecv_floats(full + sh.offset, sh.len, s, kEvalData, comm_.get());
     r[1] = isend(dummy, s, kEvalReq, comm_.get());
     polite_wait_all(2, r, Wait::transfer, "a shard's weights for an evaluation");
   }
-  const Eval e = evaluate(model_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
+  eng_.params_changed();
+  const Eval e = evaluate(eng_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
   const double spent = seconds_since(t0);
   evals_.push_back({epoch(), core_.clock(), train_clock() - spent, e.loss, e.error, spent});
   paused_s_ += spent;
@@ -313,7 +316,7 @@ void Server::checkpoint_paused() {
 }
 
 void Server::checkpoint() {
-  io::Checkpoint ck = s_.checkpoint(core_.clock(), epoch(), train_clock(), model_.n_params());
+  io::Checkpoint ck = s_.checkpoint(core_.clock(), epoch(), train_clock(), eng_.n_params());
   ck.shard_index = k_;
   ck.shard_count = S_;
   ck.shard_offset = shard_.offset;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.hpp"
 #include "io/results.hpp"
 #include "ps/mpi_util.hpp"
 #include "ps/session.hpp"
@@ -18,7 +19,7 @@ namespace asgd::ps {
 
 class Server {
  public:
-  Server(RunSession& session, const Comm& comm, data::DataPair* data, nn::Model& model);
+  Server(RunSession& session, const Comm& comm, data::DataPair* data, engine::Engine& eng);
 
   // Restores this shard from its checkpoint if there is one. Returns whether it did.
   bool resume();
@@ -27,7 +28,7 @@ class Server {
   // The warm-up steps were training: they count on the clock.
   void warm_up_took(double s);
   // This shard's weights from a full parameter buffer (warm start).
-  void load_weights(const nn::View& full);
+  void load_weights(const real_t* full);
   const Shard& shard() const { return shard_; }
 
   // Serves until the run ends; server 0 returns the run's result (without
@@ -60,7 +61,7 @@ class Server {
   const TrainConfig& cfg_;
   const Comm& comm_;
   data::DataPair* data_;
-  nn::Model& model_;
+  engine::Engine& eng_;  // server 0 evaluates with it
   int k_, S_, L_;
   index_t n_train_;
   Shard shard_;

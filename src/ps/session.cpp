@@ -35,8 +35,9 @@ RunSession::RunSession(const TrainConfig& cfg, const TrainOptions& opt, bool wri
   out_.result = std::move(done);
 }
 
-RunSetup RunSession::load(index_t max_batch) const {
-  return load_run(cfg_, max_batch > 0 ? max_batch : std::max(cfg_.batch, cfg_.eval_batch));
+RunSetup RunSession::load(index_t max_batch, const std::string& device) const {
+  return load_run(cfg_, max_batch > 0 ? max_batch : std::max(cfg_.batch, cfg_.eval_batch),
+                  device.empty() ? cfg_.device : device);
 }
 
 std::optional<io::Checkpoint> RunSession::resume(const std::string& path, io::CheckpointExpect want) {
@@ -50,7 +51,7 @@ std::optional<io::Checkpoint> RunSession::resume(const std::string& path, io::Ch
   return ck;
 }
 
-void RunSession::start_weights(nn::Model& model) const {
+void RunSession::start_weights(engine::Engine& model) const {
   model.init(cfg_.seed);
   if (!cfg_.warm_start.empty()) load_warm_start(cfg_, model);
 }

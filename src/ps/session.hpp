@@ -55,14 +55,14 @@ class RunSession {
   bool finished() const { return out_.skipped; }
 
   // Resources checked (before anything is allocated), BLAS threads set, the
-  // data loaded and the model built for batches up to max_batch (0: the
-  // larger of batch and eval_batch).
-  detail::RunSetup load(index_t max_batch = 0) const;
+  // data loaded and the model's engine made on `device` (empty: the run's)
+  // for batches up to max_batch (0: the larger of batch and eval_batch).
+  detail::RunSetup load(index_t max_batch = 0, const std::string& device = "") const;
   // The checkpoint at path, checked against want (config hash and model
   // filled in here), or nothing when there is none.
   std::optional<io::Checkpoint> resume(const std::string& path, io::CheckpointExpect want);
   // A fresh start: weights from the seed, then the warm-start file if any.
-  void start_weights(nn::Model& model) const;
+  void start_weights(engine::Engine& model) const;
 
   EvalSchedule& evals() { return evals_; }
   bool diverged(double loss) const;

@@ -19,7 +19,9 @@
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
 #include "data/dataset.hpp"
+#include "common/hash.hpp"
 #include "nn/model.hpp"
+#include "nn/zoo.hpp"
 
 namespace asgd::ps {
 
@@ -40,39 +42,10 @@ void ensure_dir(const fs::path& dir) {
 
 namespace detail {
 
-std::string fmt_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const auto t = static_cast<long>(s + 0.5);
-  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
-  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
-
-std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t z = a * 0xD1B54A32D192ED03ull + b + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-std::unique_ptr<gpu::Net> make_gpu_net(const TrainConfig& cfg, const nn::Model& model,
-                                       int node_learner) {
-  if (cfg.device != "cuda") return nullptr;
-  auto net = std::make_unique<gpu::Net>(model.spec(), model.max_batch(),
-                                        gpu::pick_device(node_learner));
-  Kokkos::fence();
-  net->set_params(model.params().data());
-  return net;
-}
-
-Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
-              std::int64_t eval_samples, gpu::Net* net) {
+Eval evaluate(engine::Engine& eng, const data::Dataset& test, index_t eval_batch,
+              std::int64_t eval_samples) {
   const index_t total = eval_samples > 0 ? std::min<index_t>(eval_samples, test.n) : test.n;
-  const index_t bs = std::min(eval_batch, model.max_batch());
-  nn::View x("asgd::eval::x", bs * test.sample_size());
-  nn::IView y("asgd::eval::y", bs);
-  auto xh = Kokkos::create_mirror_view(x);
-  auto yh = Kokkos::create_mirror_view(y);
+  const index_t bs = std::min(eval_batch, eng.max_batch());
   std::vector<index_t> idx;
   double loss = 0;
   index_t wrong = 0;
@@ -80,16 +53,8 @@ Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
     const index_t n = std::min(bs, total - start);
     idx.resize(n);
     for (index_t i = 0; i < n; ++i) idx[i] = start + i;
-    data::gather_batch(test, idx, xh.data(), yh.data());
-    if (net) {
-      const gpu::Loss s = net->forward_backward(n, xh.data(), yh.data(), false, 0, false);
-      loss += s.loss;
-      wrong += s.wrong;
-      continue;
-    }
-    Kokkos::deep_copy(x, xh);
-    Kokkos::deep_copy(y, yh);
-    const auto s = model.forward_backward(n, x, y, nn::Context{false, 0}, false);
+    data::gather_batch(test, idx, eng.batch_x(), eng.batch_labels());
+    const engine::Loss s = eng.forward_backward(n, false, 0, false);
     loss += s.loss;
     wrong += s.wrong;
   }
@@ -133,7 +98,7 @@ void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info
   res.machine_json = machine_json(info, {1, cfg.threads, {info.host}, mpi_version, ""});
 }
 
-void load_warm_start(const TrainConfig& cfg, nn::Model& model) {
+void load_warm_start(const TrainConfig& cfg, engine::Engine& model) {
   const io::Checkpoint ck = io::read_checkpoint(cfg.warm_start);
   if (ck.model != cfg.model || ck.n_params != model.n_params() || ck.shard_count != 1 ||
       static_cast<index_t>(ck.weights.size()) != model.n_params())
@@ -147,50 +112,43 @@ void load_warm_start(const TrainConfig& cfg, nn::Model& model) {
   want.finite_weights = true;
   want.what = "warm start checkpoint";
   io::check_checkpoint(ck, cfg.warm_start, want);
-  from_host(ck.weights, model.params());
+  std::copy(ck.weights.begin(), ck.weights.end(), model.params());
+  model.params_changed();
 }
 
-double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& train) {
+double warm_up(const TrainConfig& cfg, engine::Engine& eng, const data::Dataset& train) {
   const auto t0 = Clock::now();
   // a sample stream of its own: seed mixed so it differs from every learner's
   data::Sampler sampler(train.n, mix(cfg.seed, 0x3a3a), 0, 1, cfg.batch);
-  nn::View inc("asgd::warm::inc", model.n_params());
-  nn::View x("asgd::warm::x", cfg.batch * train.sample_size());
-  nn::IView y("asgd::warm::y", cfg.batch);
-  auto xh = Kokkos::create_mirror_view(x);
-  auto yh = Kokkos::create_mirror_view(y);
+  const std::vector<real_t> zero(static_cast<std::size_t>(eng.n_params()), 0);
+  eng.set_momentum(zero.data());  // its own momentum, from zero, and left zero
   std::vector<index_t> idx;
   for (std::int64_t step = 0; step < cfg.warm_steps; ++step) {
     sampler.next(idx);
-    data::gather_batch(train, idx, xh.data(), yh.data());
-    Kokkos::deep_copy(x, xh);
-    Kokkos::deep_copy(y, yh);
-    model.zero_grads();
-    model.forward_backward(cfg.batch, x, y, nn::Context{true, mix(cfg.seed + 17, step)}, true);
-    kernels::sgd_update<nn::Space>(model.n_params(), static_cast<real_t>(cfg.lr),
-                                   static_cast<real_t>(cfg.momentum),
-                                   static_cast<real_t>(cfg.weight_decay), model.grads(), inc,
-                                   model.params());
+    data::gather_batch(train, idx, eng.batch_x(), eng.batch_labels());
+    eng.zero_grads();
+    eng.forward_backward(cfg.batch, true, mix(cfg.seed + 17, static_cast<std::uint64_t>(step)), true);
+    eng.sgd_update(static_cast<real_t>(cfg.lr), static_cast<real_t>(cfg.momentum),
+                   static_cast<real_t>(cfg.weight_decay));
   }
-  Kokkos::fence();
+  eng.synchronize();
+  eng.set_momentum(zero.data());
   return seconds_since(t0);
 }
 
-RunSetup load_run(const TrainConfig& cfg, index_t max_batch) {
+RunSetup load_run(const TrainConfig& cfg, index_t max_batch, const std::string& device) {
   check_resources(cfg);  // before anything is loaded or allocated
   set_blas_threads(cfg.threads);
   auto data = data::load_dataset(cfg.data);
-  std::optional<nn::Model> built;
+  std::optional<nn::ModelSpec> spec;
   try {
-    built.emplace(nn::make_model(cfg.model, {data.train.h, data.train.w, data.train.c},
-                                 data.train.classes));
+    spec = nn::model_spec(cfg.model, {data.train.h, data.train.w, data.train.c}, data.train.classes);
   } catch (const Error& e) {
     throw Error(fmt::format("model {} cannot take the {}x{}x{} images of {}: {}", cfg.model,
                             data.train.h, data.train.w, data.train.c, data.train.name, e.what()));
   }
-  nn::Model model = std::move(*built);
-  model.finalize(max_batch);
-  return {std::move(data), std::move(model)};
+  auto eng = engine::make_engine(device, *spec, max_batch, 0);
+  return {std::move(data), std::move(eng)};
 }
 
 }  // namespace detail

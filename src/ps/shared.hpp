@@ -10,7 +10,7 @@
 #include "common/runinfo.hpp"
 #include "ps/trainer.hpp"
 #include "data/dataset.hpp"
-#include "gpu/gpu.hpp"
+#include "engine/engine.hpp"
 #include "io/results.hpp"
 #include "io/run_lock.hpp"
 #include "nn/model.hpp"
@@ -23,22 +23,14 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::uint64_t mix(std::uint64_t a, std::uint64_t b);
-std::string fmt_duration(double s);
 
 struct Eval {
   double loss = 0, error = 0;
 };
-// Forward passes over the test set (or its first eval_samples) in batches,
-// on the GPU when net is given (its weights are the ones evaluated).
-Eval evaluate(nn::Model& model, const data::Dataset& test, index_t eval_batch,
-              std::int64_t eval_samples, gpu::Net* net = nullptr);
-
-// The GPU a learner of this run uses (--device cuda), its weights copied from
-// the model; nullptr for --device cpu. node_learner: the learner's index
-// among the learners on its node.
-std::unique_ptr<gpu::Net> make_gpu_net(const TrainConfig& cfg, const nn::Model& model,
-                                       int node_learner);
+// Forward passes over the test set (or its first eval_samples) in batches of
+// the engine's weights.
+Eval evaluate(engine::Engine& eng, const data::Dataset& test, index_t eval_batch,
+              std::int64_t eval_samples);
 
 std::vector<float> to_host(const nn::View& v);
 void from_host(const std::vector<float>& src, const nn::View& v);
@@ -48,18 +40,19 @@ void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info
                  const std::string& protocol, const std::string& mpi_version);
 
 // The data set and the model for it, finalised for batches up to max_batch,
-// BLAS threads set (RunSession::load).
+// BLAS threads set, on `device` (RunSession::load).
 struct RunSetup {
   data::DataPair data;
-  nn::Model model;
+  std::unique_ptr<engine::Engine> engine;
 };
-RunSetup load_run(const TrainConfig& cfg, index_t max_batch);
+RunSetup load_run(const TrainConfig& cfg, index_t max_batch, const std::string& device);
 
 // Warm start from cfg.warm_start: the weights of a 1-shard checkpoint of the
 // same model (its momentum is not taken). Throws asgd::Error naming the file.
-void load_warm_start(const TrainConfig& cfg, nn::Model& model);
-// Warm start from cfg.warm_steps single-learner SGD steps (own momentum, its
-// own sample stream). Returns the seconds it took.
-double warm_up(const TrainConfig& cfg, nn::Model& model, const data::Dataset& train);
+void load_warm_start(const TrainConfig& cfg, engine::Engine& model);
+// Warm start from cfg.warm_steps single-learner SGD steps (own momentum from
+// zero, its own sample stream; the engine's momentum is zero after). Returns
+// the seconds it took.
+double warm_up(const TrainConfig& cfg, engine::Engine& eng, const data::Dataset& train);
 
 }  // namespace asgd::ps::detail

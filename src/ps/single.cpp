@@ -25,9 +25,9 @@ namespace {
 class Single {
  public:
   Single(RunSession& s, RunSetup& run)
-      : s_(s), cfg_(s.cfg()), data_(run.data), model_(run.model),
+      : s_(s), cfg_(s.cfg()), data_(run.data), eng_(*run.engine),
         sampler_(data_.train.n, cfg_.seed, 0, 1, cfg_.batch), bpe_(sampler_.batches_per_epoch()),
-        inc_("asgd::momentum", model_.n_params()), res_(s.outcome().result) {
+        res_(s.outcome().result) {
     const double steps = std::ceil(cfg_.epochs * static_cast<double>(bpe_));
     if (!(steps >= 1 && steps < 0x1p62))
       throw Error(fmt::format("--epochs {} at {} updates per epoch makes {} updates: not a run",
@@ -39,16 +39,16 @@ class Single {
   void start(const RunInfo& info) {
     s_.header(res_, info, "single", "none (single process)");
     io::CheckpointExpect want;
-    want.n_params = model_.n_params();
+    want.n_params = eng_.n_params();
     want.learners = 1;
     want.max_clock = total_;
     want.max_epochs = static_cast<double>(total_) / static_cast<double>(bpe_) + 1e-9;
     if (const auto ck = s_.resume(s_.paths().checkpoint, want)) {
       restore(*ck);
     } else {
-      s_.start_weights(model_);
+      s_.start_weights(eng_);
       if (cfg_.warm_steps > 0) {
-        const double t = warm_up(cfg_, model_, data_.train);
+        const double t = warm_up(cfg_, eng_, data_.train);
         train_s_ = t;  // warm-up steps are training: on the clock
         res_.summary.warm_up_s = t;
         if (!s_.opt().quiet)
@@ -56,18 +56,13 @@ class Single {
       }
     }
     s_.evals().done(epoch());
-    // --device cuda: weights and momentum live on the GPU from here on; the
-    // model's buffers are refreshed from it for checkpoints.
-    net_ = make_gpu_net(cfg_, model_, 0);
-    if (net_) {
-      net_->set_momentum(inc_.data());
-      res_.machine_json = machine_json(info, {1, cfg_.threads, {info.host}, res_.mpi_version,
-                                              net_->device().describe()});
-    }
+    // the learner's device, named in the results where it is not the CPU
+    const std::string device = eng_.device() == "cpu" ? "" : eng_.describe();
+    res_.machine_json = machine_json(info, {1, cfg_.threads, {info.host}, res_.mpi_version, device});
     if (!s_.opt().quiet) {
       spdlog::info("run {} -> {}", res_.run_id, s_.paths().results);
-      spdlog::info("{}", model_.summary());
-      if (net_) spdlog::info("device {}", net_->device().describe());
+      spdlog::info("{}", eng_.summary());
+      if (!device.empty()) spdlog::info("device {}", device);
       spdlog::info("data {}: {} train, {} test, {}x{}x{}; batch {}, {} updates ({} per epoch); BLAS {}",
                    data_.train.name, data_.train.n, data_.test.n, data_.train.h, data_.train.w,
                    data_.train.c, cfg_.batch, total_, bpe_, info.blas);
@@ -116,8 +111,9 @@ class Single {
       throw Error(fmt::format("{}: checkpoint's data cursor does not fit this run: {}",
                               s_.paths().checkpoint, e.what()));
     }
-    from_host(ck.weights, model_.params());
-    from_host(ck.momentum, inc_);
+    std::copy(ck.weights.begin(), ck.weights.end(), eng_.params());
+    eng_.params_changed();
+    eng_.set_momentum(ck.momentum.data());
     clock_ = ck.clock;
     train_s_ = ck.wall_s;
     res_.updates = ck.progress.updates;
@@ -132,27 +128,13 @@ class Single {
     const auto t0 = Clock::now();
     const double lr = scheduled_lr(cfg_, epoch());
     sampler_.next(idx_);
-    data::gather_batch(data_.train, idx_, xh_.data(), yh_.data());
-    kernels::LossSum s;
-    const std::uint64_t seed = mix(cfg_.seed, static_cast<std::uint64_t>(clock_));
-    if (net_) {
-      net_->zero_grads();
-      const gpu::Loss g = net_->forward_backward(cfg_.batch, xh_.data(), yh_.data(), true, seed, true);
-      net_->sgd_update(static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-                       static_cast<real_t>(cfg_.weight_decay));
-      net_->synchronize();  // the update is queued on the GPU's stream: count it in this step
-      s = {g.loss, g.wrong};
-    } else {
-      Kokkos::deep_copy(x_, xh_);
-      Kokkos::deep_copy(y_, yh_);
-      model_.zero_grads();
-      s = model_.forward_backward(cfg_.batch, x_, y_, nn::Context{true, seed}, true);
-      kernels::sgd_update<nn::Space>(model_.n_params(), static_cast<real_t>(lr),
-                                     static_cast<real_t>(cfg_.momentum),
-                                     static_cast<real_t>(cfg_.weight_decay), model_.grads(), inc_,
-                                     model_.params());
-      Kokkos::fence();
-    }
+    data::gather_batch(data_.train, idx_, eng_.batch_x(), eng_.batch_labels());
+    eng_.zero_grads();
+    const engine::Loss s =
+        eng_.forward_backward(cfg_.batch, true, mix(cfg_.seed, static_cast<std::uint64_t>(clock_)), true);
+    eng_.sgd_update(static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
+                    static_cast<real_t>(cfg_.weight_decay));
+    eng_.synchronize();  // the update may be queued (a GPU stream): count it in this step
     train_s_ += seconds_since(t0);
     ++clock_;
     const double loss = s.loss / static_cast<double>(cfg_.batch);
@@ -166,7 +148,7 @@ class Single {
 
   void evaluate_now() {
     const auto t0 = Clock::now();
-    const Eval e = evaluate(model_, data_.test, cfg_.eval_batch, cfg_.eval_samples, net_.get());
+    const Eval e = evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
     res_.evals.push_back({epoch(), clock_, train_s_, e.loss, e.error, seconds_since(t0)});
     s_.evals().done(epoch());
     if (!s_.opt().quiet)
@@ -175,13 +157,11 @@ class Single {
   }
 
   void checkpoint() {
-    if (net_) {
-      net_->get_params(model_.params().data());
-      net_->get_momentum(inc_.data());
-    }
-    io::Checkpoint ck = s_.checkpoint(clock_, epoch(), train_s_, model_.n_params());
-    ck.weights = to_host(model_.params());
-    ck.momentum = to_host(inc_);
+    eng_.params_to_host();
+    io::Checkpoint ck = s_.checkpoint(clock_, epoch(), train_s_, eng_.n_params());
+    ck.weights.assign(eng_.params(), eng_.params() + eng_.n_params());
+    ck.momentum.resize(static_cast<std::size_t>(eng_.n_params()));
+    eng_.get_momentum(ck.momentum.data());
     const auto st = sampler_.state();
     ck.cursors = {{st.epoch, st.batch}};
     ck.progress = res_;
@@ -197,7 +177,7 @@ class Single {
                  epoch(), std::min(cfg_.epochs, static_cast<double>(total_) / static_cast<double>(bpe_)),
                  clock_, total_, win_loss_ / static_cast<double>(win_n_),
                  100 * win_err_ / static_cast<double>(win_n_), rate,
-                 rate * model_.flops_per_sample_train() / 1e9, fmt_duration(eta));
+                 rate * eng_.flops_per_sample_train() / 1e9, fmt_duration(eta));
     s_.printed();
     win_loss_ = win_err_ = 0;
     win_n_ = 0;
@@ -208,18 +188,12 @@ class Single {
   RunSession& s_;
   const TrainConfig& cfg_;
   const data::DataPair& data_;
-  nn::Model& model_;
+  engine::Engine& eng_;
   data::Sampler sampler_;
   index_t bpe_;
   std::int64_t total_ = 0, clock_ = 0;
   double train_s_ = 0;
-  nn::View inc_;
-  nn::View x_ = nn::View("asgd::x", cfg_.batch * data_.train.sample_size());
-  nn::IView y_ = nn::IView("asgd::y", cfg_.batch);
-  nn::View::HostMirror xh_ = Kokkos::create_mirror_view(x_);
-  nn::IView::HostMirror yh_ = Kokkos::create_mirror_view(y_);
   std::vector<index_t> idx_;
-  std::unique_ptr<gpu::Net> net_;
   io::RunResult& res_;
   double win_loss_ = 0, win_err_ = 0, win_train_ = 0;
   std::int64_t win_n_ = 0, win_clock_ = 0;

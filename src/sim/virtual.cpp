@@ -24,7 +24,7 @@ namespace {
 
 struct Learner {
   nn::View weights;           // the (stale) copy this learner computes on
-  nn::View fetched, inc;      // weight-delta pushes: weights as fetched, local momentum
+  nn::View inc;               // weight-delta pushes: its local momentum
   std::int64_t timestamp = 0;
   std::unique_ptr<data::Sampler> sampler;
   io::LearnerTiming timing;
@@ -50,17 +50,14 @@ struct TimingFigures {
 class VirtualRun {
  public:
   VirtualRun(ps::RunSession& s, ps::detail::RunSetup& run)
-      : s_(s), cfg_(s.cfg()), data_(run.data), model_(run.model), L_(cfg_.learners),
-        P_(model_.n_params()), rule_(cfg_), local_(cfg_, rule_, data_.train, data_.train.sample_size()),
+      : s_(s), cfg_(s.cfg()), data_(run.data), eng_(*run.engine), L_(cfg_.learners),
+        P_(eng_.n_params()), rule_(cfg_), local_(cfg_, rule_, data_.train),
         core_(cfg_, P_, L_, data_.train.n), learners_(static_cast<std::size_t>(L_)),
         res_(s.outcome().result) {
     for (int l = 0; l < L_; ++l) {
       Learner& ln = learners_[static_cast<std::size_t>(l)];
       ln.weights = nn::View(fmt::format("asgd::learner{}::w", l), P_);
-      if (rule_.delta()) {
-        ln.fetched = nn::View(fmt::format("asgd::learner{}::fetched", l), P_);
-        ln.inc = nn::View(fmt::format("asgd::learner{}::inc", l), P_);
-      }
+      if (rule_.delta()) ln.inc = nn::View(fmt::format("asgd::learner{}::inc", l), P_);
       ln.sampler = std::make_unique<data::Sampler>(data_.train.n, cfg_.seed, l, L_, cfg_.batch);
       ln.timing.learner = l;
     }
@@ -83,7 +80,8 @@ class VirtualRun {
     if (ck) {
       restore(*ck);
     } else {
-      Kokkos::deep_copy(core_.weights(), model_.params());
+      eng_.params_to_host();
+      Kokkos::deep_copy(core_.weights(), host_view(eng_.params()));
       now_ = warm_s_;
       for (int l = 0; l < L_; ++l) start_cycle(l, warm_s_);
     }
@@ -153,15 +151,17 @@ class VirtualRun {
   }
 
  private:
+  nn::View host_view(real_t* p) const { return nn::View(p, P_); }
+
   TimingFigures fresh_start() {
-    s_.start_weights(model_);
+    s_.start_weights(eng_);
     TimingFigures fig{cfg_.compute_s, cfg_.comm_s, false};
     if (cfg_.timing == "calibrate" || fig.compute_s == 0 || fig.comm_s == 0) {
       fig.calibrated = true;
       calibrate(fig);
     }
     if (cfg_.warm_steps > 0) {
-      ps::detail::warm_up(cfg_, model_, data_.train);
+      ps::detail::warm_up(cfg_, eng_, data_.train);
       // warm-up steps are training: one learner's steps on the clock, at the
       // model's compute time each, before the learners start
       warm_s_ = static_cast<double>(cfg_.warm_steps) * fig.compute_s;
@@ -172,18 +172,16 @@ class VirtualRun {
   // The model's measured compute time (mean of 3 after one) and a memory copy
   // of the parameters each way as push + pull. Leaves the weights as they were.
   void calibrate(TimingFigures& fig) {
-    nn::View probe("asgd::probe", P_);
-    Kokkos::deep_copy(probe, model_.params());
+    std::vector<real_t> probe(static_cast<std::size_t>(P_));
     data::Sampler sampler(data_.train.n, cfg_.seed ^ 0xca11, 0, 1, cfg_.batch);
     std::int64_t steps = 0;
-    local_.gradient(model_, sampler, 0, steps);
+    local_.gradient(eng_, sampler, 0, steps);
     auto t0 = Clock::now();
-    for (int i = 0; i < 3; ++i) local_.gradient(model_, sampler, 0, steps);
-    Kokkos::fence();
+    for (int i = 0; i < 3; ++i) local_.gradient(eng_, sampler, 0, steps);
+    eng_.synchronize();
     if (fig.compute_s == 0 || cfg_.timing == "calibrate") fig.compute_s = seconds_since(t0) / 3;
     t0 = Clock::now();
-    for (int i = 0; i < 4; ++i) Kokkos::deep_copy(probe, model_.params());
-    Kokkos::fence();
+    for (int i = 0; i < 4; ++i) std::copy(eng_.params(), eng_.params() + P_, probe.begin());
     if (fig.comm_s == 0 || cfg_.timing == "calibrate") fig.comm_s = seconds_since(t0) / 2;
   }
 
@@ -203,7 +201,6 @@ class VirtualRun {
   void start_cycle(int l, double now) {
     Learner& ln = learners_[static_cast<std::size_t>(l)];
     Kokkos::deep_copy(ln.weights, core_.weights());
-    if (rule_.delta()) Kokkos::deep_copy(ln.fetched, core_.weights());
     ln.timestamp = core_.clock();
     // one draw per minibatch, as a real learner spends
     double c = 0;
@@ -218,19 +215,28 @@ class VirtualRun {
   // server. Returns whether it completed an update.
   bool push(int l) {
     Learner& ln = learners_[static_cast<std::size_t>(l)];
-    Kokkos::deep_copy(model_.params(), ln.weights);
-    const ps::LocalResult r = local_.run(model_, *ln.sampler, l, ln.steps, ln.inc, ln.fetched);
+    Kokkos::deep_copy(host_view(eng_.params()), ln.weights);
+    eng_.params_changed();
+    if (rule_.delta()) {  // the weights it fetched, and its own momentum
+      eng_.keep_fetched();
+      eng_.set_momentum(ln.inc.data());
+    }
+    const ps::LocalResult r = local_.run(eng_, *ln.sampler, l, ln.steps);
+    if (rule_.delta()) eng_.get_momentum(ln.inc.data());
+    eng_.grads_ready();
     const auto cur = ln.sampler->state();
     ln.push_at = now_;
     ln.timing.gradients += 1;
+    const nn::View payload = host_view(eng_.grads());
     return core_.accept({l, ln.timestamp, r.samples, r.loss_sum, r.wrong, {cur.epoch, cur.batch}},
-                        now_, &model_.grads());
+                        now_, &payload);
   }
 
   void evaluate_now() {
-    Kokkos::deep_copy(model_.params(), core_.weights());
+    Kokkos::deep_copy(host_view(eng_.params()), core_.weights());
+    eng_.params_changed();
     const ps::detail::Eval e =
-        ps::detail::evaluate(model_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
+        ps::detail::evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
     // eval_s 0: evaluation takes no virtual time, and a measured time would
     // make repeat runs differ
     res_.evals.push_back({core_.epoch(), core_.clock(), now_, e.loss, e.error, 0.0});
@@ -284,10 +290,7 @@ class VirtualRun {
       v.timing.push_back(ln.timing);
       v.push_at.push_back(ln.push_at);
       append(v.weights, ln.weights);
-      if (rule_.delta()) {
-        append(v.fetched, ln.fetched);
-        append(v.inc, ln.inc);
-      }
+      if (rule_.delta()) append(v.inc, ln.inc);
     }
     v.timing_rng = timing_->save();
     return v;
@@ -295,7 +298,7 @@ class VirtualRun {
 
   void restore(const io::Checkpoint& ck) {
     const io::VirtualState& v = ck.virtual_state;
-    if (static_cast<int>(v.timestamp.size()) != L_ || (rule_.delta() && v.fetched.empty()))
+    if (static_cast<int>(v.timestamp.size()) != L_ || (rule_.delta() && v.inc.empty()))
       throw Error(fmt::format("{}: the checkpoint's virtual state does not fit this run ({} learners)",
                               s_.paths().checkpoint, L_));
     core_.restore(ck);
@@ -316,10 +319,7 @@ class VirtualRun {
       ln.timing.learner = static_cast<std::int32_t>(l);
       ln.push_at = v.push_at[l];
       ps::detail::from_host(slice(v.weights, l), ln.weights);
-      if (rule_.delta()) {
-        ps::detail::from_host(slice(v.fetched, l), ln.fetched);
-        ps::detail::from_host(slice(v.inc, l), ln.inc);
-      }
+      if (rule_.delta()) ps::detail::from_host(slice(v.inc, l), ln.inc);
     }
     timing_->restore(v.timing_rng);
     res_.evals = ck.progress.evals;
@@ -328,7 +328,7 @@ class VirtualRun {
   ps::RunSession& s_;
   const TrainConfig& cfg_;
   const data::DataPair& data_;
-  nn::Model& model_;
+  engine::Engine& eng_;  // one engine, each learner's weights (and momentum) in turn
   int L_;
   index_t P_;
   ps::UpdateRule rule_;
