@@ -177,14 +177,9 @@ std::set<std::string> machines(const json& doc) {
   return out;
 }
 
-Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOptions& opt) {
-  std::vector<RunInfo> base = load_readable(bin), cand = load_readable(cin);
-  if (base.empty()) throw Error("compare: no readable results file in the baseline");
-  if (cand.empty()) throw Error("compare: no readable results file in the candidate");
-  check_same_machine(machines(base), machines(cand), opt);
-
-  // Match on the config fields every run of both sides has, so that a field
-  // added by a newer build does not make every configuration "new".
+// The config fields every run of both sides has (less kNonKeyFields), so
+// that a field added by a newer build does not make every configuration "new".
+std::set<std::string> shared_fields(const std::vector<RunInfo>& base, const std::vector<RunInfo>& cand) {
   std::set<std::string> shared;
   bool first = true;
   for (const auto* side : {&base, &cand}) {
@@ -203,25 +198,32 @@ Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOption
     }
   }
   for (const char* f : kNonKeyFields) shared.erase(f);
+  return shared;
+}
+
+// Runs of both sides grouped by configuration (restricted to the shared
+// fields), in order of their labels: the fields whose values differ.
+struct Matched {
+  std::map<std::string, std::vector<const RunInfo*>> base, cand;  // key -> runs
+  std::vector<std::pair<std::string, std::string>> order;          // label, key
+};
+
+Matched match_configs(const std::vector<RunInfo>& base, const std::vector<RunInfo>& cand) {
+  const std::set<std::string> shared = shared_fields(base, cand);
   auto restricted = [&](const RunInfo& r) {
     if (!r.config.is_object()) return json(r.key);
     json k = json::object();
     for (const auto& name : shared) k[name] = r.config[name];
     return k;
   };
+  Matched m;
   std::map<std::string, json> configs;  // key -> restricted config
-  std::map<std::string, std::vector<const RunInfo*>> bg, cg;
-  for (const auto& r : base) {
-    const json k = restricted(r);
-    configs[k.dump()] = k;
-    bg[k.dump()].push_back(&r);
-  }
-  for (const auto& r : cand) {
-    const json k = restricted(r);
-    configs[k.dump()] = k;
-    cg[k.dump()].push_back(&r);
-  }
-  // Label: the fields whose values differ between configurations.
+  for (const auto* side : {&base, &cand})
+    for (const auto& r : *side) {
+      const json k = restricted(r);
+      configs[k.dump()] = k;
+      (side == &base ? m.base : m.cand)[k.dump()].push_back(&r);
+    }
   std::vector<std::string> varying;
   for (const auto& name : shared) {
     std::set<std::string> values;
@@ -235,53 +237,73 @@ Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOption
     if (s.empty()) s = c.contains("model") ? value_text(c["model"]) : "all runs";
     return s;
   };
-  std::vector<std::pair<std::string, std::string>> order;  // label, key
-  for (const auto& [k, c] : configs) order.emplace_back(label(c), k);
-  std::sort(order.begin(), order.end());
+  for (const auto& [k, c] : configs) m.order.emplace_back(label(c), k);
+  std::sort(m.order.begin(), m.order.end());
+  return m;
+}
 
-  Verdicts v;
+// Throughput and final test error of one side's completed runs; bad: the others.
+struct SideFigures {
+  std::vector<double> rates, errors;
+  int bad = 0;
+};
+
+SideFigures figures(const std::vector<const RunInfo*>& runs) {
+  SideFigures f;
+  for (const RunInfo* r : runs) {
+    if (!r->completed()) {
+      ++f.bad;
+      continue;
+    }
+    if (r->summary.samples_per_s > 0) f.rates.push_back(r->summary.samples_per_s);
+    if (std::isfinite(r->summary.final_test_error)) f.errors.push_back(r->summary.final_test_error);
+  }
+  return f;
+}
+
+// The rows of one configuration present on both sides.
+void compare_config(Verdicts& v, const std::string& name, const std::vector<const RunInfo*>& bruns,
+                    const std::vector<const RunInfo*>& cruns, const CompareOptions& opt) {
   auto pct = [](double x) { return std::isfinite(x) ? fmt::format("{:.2f}%", 100 * x) : std::string("–"); };
   auto rate = [](double x) { return std::isfinite(x) ? fmt::format("{:.1f}", x) : std::string("–"); };
-  for (const auto& [name, k] : order) {
-    const auto bi = bg.find(k), ci = cg.find(k);
-    if (bi == bg.end() || ci == cg.end()) {
-      const bool in_base = bi != bg.end();
+  const SideFigures b = figures(bruns), c = figures(cruns);
+  if (b.bad || c.bad) {
+    const double fb = static_cast<double>(b.bad) / static_cast<double>(bruns.size());
+    const double fc = static_cast<double>(c.bad) / static_cast<double>(cruns.size());
+    Row row{name + ": diverged/failed runs", fmt::format("{}/{}", b.bad, bruns.size()),
+            fmt::format("{}/{}", c.bad, cruns.size()), "", "", fc > fb ? "REGRESSION" : "ok"};
+    v.regressions += fc > fb;
+    v.rows.push_back(row);
+  }
+  if (!b.rates.empty() && !c.rates.empty()) compare_samples(v, name + ": samples/s", b.rates, c.rates, true, opt, rate);
+  if (b.errors.empty() || c.errors.empty()) return;
+  const double mb = mean_ci95(b.errors).mean, mc = mean_ci95(c.errors).mean;
+  const double d = std::fabs(mc - mb) < 1e-12 ? 0.0 : mc - mb;  // no "-0.00 pp"
+  Row row{name + ": final test error", pct(mb), pct(mc), fmt::format("{:+.2f} pp", 100 * d), "",
+          d > opt.error_band ? "REGRESSION" : (d < -opt.error_band ? "improved" : "ok")};
+  if (b.errors.size() > 1) row.baseline += fmt::format(" (mean of {})", b.errors.size());
+  if (c.errors.size() > 1) row.candidate += fmt::format(" (mean of {})", c.errors.size());
+  v.regressions += d > opt.error_band;
+  v.rows.push_back(row);
+}
+
+Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOptions& opt) {
+  std::vector<RunInfo> base = load_readable(bin), cand = load_readable(cin);
+  if (base.empty()) throw Error("compare: no readable results file in the baseline");
+  if (cand.empty()) throw Error("compare: no readable results file in the candidate");
+  check_same_machine(machines(base), machines(cand), opt);
+  const Matched m = match_configs(base, cand);
+  Verdicts v;
+  for (const auto& [name, k] : m.order) {
+    const auto bi = m.base.find(k), ci = m.cand.find(k);
+    if (bi == m.base.end() || ci == m.cand.end()) {
+      const bool in_base = bi != m.base.end();
       const std::size_t n = in_base ? bi->second.size() : ci->second.size();
       v.rows.push_back({name, in_base ? fmt::format("{} runs", n) : "–", in_base ? "–" : fmt::format("{} runs", n), "",
                         "", in_base ? "missing in candidate" : "new in candidate"});
       continue;
     }
-    std::vector<double> bs, cs, be, ce;
-    int b_bad = 0, c_bad = 0;
-    for (const RunInfo* r : bi->second) {
-      if (!r->completed()) { ++b_bad; continue; }
-      if (r->summary.samples_per_s > 0) bs.push_back(r->summary.samples_per_s);
-      if (std::isfinite(r->summary.final_test_error)) be.push_back(r->summary.final_test_error);
-    }
-    for (const RunInfo* r : ci->second) {
-      if (!r->completed()) { ++c_bad; continue; }
-      if (r->summary.samples_per_s > 0) cs.push_back(r->summary.samples_per_s);
-      if (std::isfinite(r->summary.final_test_error)) ce.push_back(r->summary.final_test_error);
-    }
-    if (b_bad || c_bad) {
-      const double fb = static_cast<double>(b_bad) / static_cast<double>(bi->second.size());
-      const double fc = static_cast<double>(c_bad) / static_cast<double>(ci->second.size());
-      Row row{name + ": diverged/failed runs", fmt::format("{}/{}", b_bad, bi->second.size()),
-              fmt::format("{}/{}", c_bad, ci->second.size()), "", "", fc > fb ? "REGRESSION" : "ok"};
-      v.regressions += fc > fb;
-      v.rows.push_back(row);
-    }
-    if (!bs.empty() && !cs.empty()) compare_samples(v, name + ": samples/s", bs, cs, true, opt, rate);
-    if (!be.empty() && !ce.empty()) {
-      const double mb = mean_ci95(be).mean, mc = mean_ci95(ce).mean;
-      const double d = std::fabs(mc - mb) < 1e-12 ? 0.0 : mc - mb;  // no "-0.00 pp"
-      Row row{name + ": final test error", pct(mb), pct(mc), fmt::format("{:+.2f} pp", 100 * d), "",
-              d > opt.error_band ? "REGRESSION" : (d < -opt.error_band ? "improved" : "ok")};
-      if (be.size() > 1) row.baseline += fmt::format(" (mean of {})", be.size());
-      if (ce.size() > 1) row.candidate += fmt::format(" (mean of {})", ce.size());
-      v.regressions += d > opt.error_band;
-      v.rows.push_back(row);
-    }
+    compare_config(v, name, bi->second, ci->second, opt);
   }
   return v;
 }

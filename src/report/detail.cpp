@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/process.hpp"
 
 namespace asgd::report::detail {
 
@@ -215,6 +216,25 @@ std::string flops_key(const json& row) {
     if ((k == "gflop/s" || k == "gflops") && it->is_number()) return it.key();
   }
   return "";
+}
+
+PlotRun run_plot_script(const std::string& python, const std::string& script, const std::vector<std::string>& args,
+                        const std::string& out_dir) {
+  constexpr int kPlotTimeoutS = 600;
+  std::vector<std::string> argv = {python, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string log = (fs::path(out_dir) / "plot.log").string();
+  const std::string err = run_process(argv, log, kPlotTimeoutS);
+  PlotRun r;
+  std::error_code ec;
+  if (err.empty()) {
+    fs::remove(log, ec);
+    return r;
+  }
+  r.problem = fmt::format("`{} {}` failed ({}); its output is in `plot.log`", python, script, err);
+  const std::string tail = tail_lines(log, 1);
+  r.warning = fmt::format("plot script failed ({}){}", err, tail.empty() ? "" : ": " + tail);
+  return r;
 }
 
 std::string tail_lines(const std::string& path, int max_lines) {

@@ -115,6 +115,17 @@ std::string csv_escape(const std::string& s);
 // case, holding a number); "" when it has none.
 std::string flops_key(const json& row);
 
+// Runs a plot script: python script args..., its output in
+// <out_dir>/plot.log (removed when it succeeds), up to 10 minutes. On failure
+// problem is the sentence for the report ("`python script` failed (exit
+// status 1); its output is in `plot.log`") and warning the line for stderr
+// ("plot script failed (exit status 1): <the log's last line>").
+struct PlotRun {
+  std::string problem, warning;
+};
+PlotRun run_plot_script(const std::string& python, const std::string& script, const std::vector<std::string>& args,
+                        const std::string& out_dir);
+
 // Last max_lines non-empty lines of a text file ("" if unreadable).
 std::string tail_lines(const std::string& path, int max_lines);
 

@@ -13,7 +13,6 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "common/process.hpp"
 #include "report/history_detail.hpp"
 
 namespace asgd::report {
@@ -101,7 +100,6 @@ std::string show_change(const Series& se, double change) {
   return se.absolute ? fmt::format("{:+.2f} pp", 100 * change) : fmt::format("{:+.1f}%", 100 * change);
 }
 
-constexpr int kPlotTimeoutS = 600;
 
 // What the series give: the tables, the Markdown rows and the lines printed.
 struct Tabulated {
@@ -195,15 +193,9 @@ std::vector<std::string> make_plots(const HistoryOptions& opt, std::string& prob
     }
   };
   each_png([&](const fs::path& p, const std::string&) { fs::remove(p, ec); });
-  const std::string log = (fs::path(opt.out_dir) / "plot.log").string();
-  const std::string err = run_process({opt.python, opt.plot_script, opt.out_dir}, log, kPlotTimeoutS);
-  if (err.empty()) {
-    fs::remove(log, ec);
-  } else {
-    problem = fmt::format("`{} {}` failed ({}); its output is in `plot.log`", opt.python, opt.plot_script, err);
-    const std::string tail = tail_lines(log, 1);
-    std::fprintf(stderr, "warning: plot script failed (%s)%s\n", err.c_str(), tail.empty() ? "" : (": " + tail).c_str());
-  }
+  const PlotRun run = run_plot_script(opt.python, opt.plot_script, {opt.out_dir}, opt.out_dir);
+  problem = run.problem;
+  if (!run.warning.empty()) std::fprintf(stderr, "warning: %s\n", run.warning.c_str());
   each_png([&](const fs::path&, const std::string& n) { pngs.push_back(n); });
   std::sort(pngs.begin(), pngs.end());
   return pngs;

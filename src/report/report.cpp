@@ -14,7 +14,6 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "common/process.hpp"
 #include "report/analysis.hpp"
 #include "report/detail.hpp"
 
@@ -26,7 +25,6 @@ using namespace detail;
 namespace {
 
 constexpr const char* kPlotFiles[] = {"error_vs_time.png", "error_vs_epochs.png", "speedup.png", "staleness.png"};
-constexpr int kPlotTimeoutS = 600;
 
 // An error-like figure of one run: the number if completed, else its status.
 std::string run_error_cell(const RunInfo& r, double x) {
@@ -280,18 +278,94 @@ constexpr const char* kDefinitions = R"(## Definitions
 
 }  // namespace
 
-int write_report(const ReportOptions& opt) {
+namespace {
+
+// The report folder (made), after checking the suite folder and listing its
+// runs/ into files.
+std::string report_folder(const ReportOptions& opt, std::vector<std::string>& files) {
   if (opt.suite_dir.empty()) throw Error("report: no suite folder given");
   std::error_code ec;
   if (!fs::is_directory(opt.suite_dir, ec)) throw Error(opt.suite_dir + ": no such folder");
   const std::string runs_dir = (fs::path(opt.suite_dir) / "runs").string();
   if (!fs::is_directory(runs_dir, ec)) throw Error(opt.suite_dir + ": no runs/ folder (expected runs/*.h5)");
-  const std::vector<std::string> files = list_h5(runs_dir);
+  files = list_h5(runs_dir);
   const std::string out_dir = opt.out_dir.empty() ? (fs::path(opt.suite_dir) / "report").string() : opt.out_dir;
   fs::create_directories(out_dir, ec);
   if (ec || !fs::is_directory(out_dir, ec)) {
     throw Error(fmt::format("{}: cannot create the report folder: {}", out_dir, ec ? ec.message() : "not a folder"));
   }
+  return out_dir;
+}
+
+struct Counts {
+  int completed = 0, diverged = 0, failed = 0, unreadable = 0;
+};
+
+Counts count_runs(const std::vector<RunInfo>& runs) {
+  Counts n;
+  for (const auto& r : runs) {
+    n.completed += r.completed();
+    n.diverged += r.diverged();
+    n.failed += r.failed();
+    n.unreadable += !r.readable;
+  }
+  return n;
+}
+
+// What report.md says before its tables, and the tables' sections.
+std::string summary_md(const ReportOptions& opt, const std::string& suite, const std::vector<std::string>& suites,
+                       const std::vector<RunInfo>& runs, const std::vector<ConfigGroup>& groups, const Counts& n) {
+  std::string md = fmt::format("# Report: {}\n\n", suite);
+  md += fmt::format("Suite `{}`, folder `{}`.", suite, opt.suite_dir);
+  if (suites.size() > 1) md += fmt::format(" Runs name several suites: {}.", join(suites, ", "));
+  md += "\n\n";
+  md += fmt::format("| runs | completed | diverged | failed | configurations |\n|---|---|---|---|---|\n"
+                    "| {} | {} | {} | {}{} | {} |\n\n",
+                    runs.size(), n.completed, n.diverged, n.failed,
+                    n.unreadable ? fmt::format(" ({} unreadable)", n.unreadable) : "", groups.size());
+  if (runs.empty()) md += "No results files in `runs/`.\n\n";
+
+  md += "## Speedup\n\nAgainst the 1-learner run of the same model and seed; mean [95% interval] over seeds. "
+        "`–`: not available (target not reached, or no 1-learner baseline). "
+        "Table: [speedup.csv](speedup.csv).\n\n";
+  md += speedup_md(groups) + "\n";
+  md += "## Convergence\n\nTest errors at the last and the best evaluation, mean [95% interval] over seeds; "
+        "gap to hardsync in percentage points; training error smoothed over the last 400 minibatches. "
+        "Table: [convergence.csv](convergence.csv).\n\n";
+  md += convergence_md(groups) + "\n";
+  md += "## Staleness\n\nHistograms summed over seeds. Per run and per learner: [staleness.csv](staleness.csv).\n\n";
+  md += staleness_md(groups) + "\n";
+  return md;
+}
+
+// The plots, files and unreadable-files sections, and the definitions.
+std::string files_md(const ReportOptions& opt, const std::string& plot_problem, const std::vector<std::string>& pngs,
+                     const std::vector<RunInfo>& runs, const Counts& n) {
+  std::string md = "## Plots\n\n";
+  if (opt.plot_script.empty()) md += "Not made (no plot script given).\n";
+  if (!plot_problem.empty()) md += "**The plot script failed:** " + plot_problem + ".\n";
+  for (const auto& p : pngs) md += fmt::format("![{0}]({0})\n", p);
+  md += "\n## Files\n\n"
+        "- [runs.csv](runs.csv): one row per results file (unreadable files included, with the reader's error)\n"
+        "- [speedup.csv](speedup.csv), [convergence.csv](convergence.csv): one row per configuration\n"
+        "- [staleness.csv](staleness.csv): per run, the staleness histogram (`tau`, `count`) and per-learner "
+        "gradient and sample counts\n";
+  for (const auto& p : pngs) md += fmt::format("- [{0}]({0})\n", p);
+  md += "\n";
+  if (n.unreadable) {
+    md += "## Unreadable files\n\n";
+    for (const auto& r : runs)
+      if (!r.readable) md += fmt::format("- `{}`: {}\n", r.file, r.error);
+    md += "\n";
+  }
+  return md + kDefinitions;
+}
+
+}  // namespace
+
+int write_report(const ReportOptions& opt) {
+  std::vector<std::string> files;
+  const std::string out_dir = report_folder(opt, files);
   auto out = [&](const char* name) { return (fs::path(out_dir) / name).string(); };
 
   std::vector<RunInfo> runs = load_runs(files);
@@ -310,17 +384,12 @@ int write_report(const ReportOptions& opt) {
 
   // Plots: after the CSVs (the script reads speedup.csv), before report.md (which links them).
   std::string plot_problem;
+  std::error_code ec;
   if (!opt.plot_script.empty()) {
     for (const char* f : kPlotFiles) fs::remove(out(f), ec);
-    const std::string log = out("plot.log");
-    const std::string err = run_process({opt.python, opt.plot_script, opt.suite_dir, out_dir}, log, kPlotTimeoutS);
-    if (err.empty()) {
-      fs::remove(log, ec);
-    } else {
-      plot_problem = fmt::format("`{} {}` failed ({}); its output is in `plot.log`", opt.python, opt.plot_script, err);
-      const std::string tail = tail_lines(log, 1);
-      warnings.push_back(fmt::format("plot script failed ({}){}", err, tail.empty() ? "" : ": " + tail));
-    }
+    const PlotRun run = run_plot_script(opt.python, opt.plot_script, {opt.suite_dir, out_dir}, out_dir);
+    plot_problem = run.problem;
+    if (!run.warning.empty()) warnings.push_back(run.warning);
   }
   std::vector<std::string> pngs;
   for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
@@ -328,62 +397,17 @@ int write_report(const ReportOptions& opt) {
   }
   std::sort(pngs.begin(), pngs.end());
 
-  int completed = 0, diverged = 0, failed = 0, unreadable = 0;
-  for (const auto& r : runs) {
-    completed += r.completed();
-    diverged += r.diverged();
-    failed += r.failed();
-    unreadable += !r.readable;
-  }
-
-  std::string md = fmt::format("# Report: {}\n\n", suite);
-  md += fmt::format("Suite `{}`, folder `{}`.", suite, opt.suite_dir);
-  if (suites.size() > 1) md += fmt::format(" Runs name several suites: {}.", join(suites, ", "));
-  md += "\n\n";
-  md += fmt::format("| runs | completed | diverged | failed | configurations |\n|---|---|---|---|---|\n"
-                    "| {} | {} | {} | {}{} | {} |\n\n",
-                    runs.size(), completed, diverged, failed,
-                    unreadable ? fmt::format(" ({} unreadable)", unreadable) : "", groups.size());
-  if (runs.empty()) md += "No results files in `runs/`.\n\n";
-
-  md += "## Speedup\n\nAgainst the 1-learner run of the same model and seed; mean [95% interval] over seeds. "
-        "`–`: not available (target not reached, or no 1-learner baseline). "
-        "Table: [speedup.csv](speedup.csv).\n\n";
-  md += speedup_md(groups) + "\n";
-  md += "## Convergence\n\nTest errors at the last and the best evaluation, mean [95% interval] over seeds; "
-        "gap to hardsync in percentage points; training error smoothed over the last 400 minibatches. "
-        "Table: [convergence.csv](convergence.csv).\n\n";
-  md += convergence_md(groups) + "\n";
-  md += "## Staleness\n\nHistograms summed over seeds. Per run and per learner: [staleness.csv](staleness.csv).\n\n";
-  md += staleness_md(groups) + "\n";
-
+  const Counts n = count_runs(runs);
+  std::string md = summary_md(opt, suite, suites, runs, groups, n);
   md += conditions_md(runs);
   md += papers_section(groups, suite, opt.reference_dir, warnings);
-
-  md += "## Plots\n\n";
-  if (opt.plot_script.empty()) md += "Not made (no plot script given).\n";
-  if (!plot_problem.empty()) md += "**The plot script failed:** " + plot_problem + ".\n";
-  for (const auto& p : pngs) md += fmt::format("![{0}]({0})\n", p);
-  md += "\n## Files\n\n"
-        "- [runs.csv](runs.csv): one row per results file (unreadable files included, with the reader's error)\n"
-        "- [speedup.csv](speedup.csv), [convergence.csv](convergence.csv): one row per configuration\n"
-        "- [staleness.csv](staleness.csv): per run, the staleness histogram (`tau`, `count`) and per-learner "
-        "gradient and sample counts\n";
-  for (const auto& p : pngs) md += fmt::format("- [{0}]({0})\n", p);
-  md += "\n";
-  if (unreadable) {
-    md += "## Unreadable files\n\n";
-    for (const auto& r : runs)
-      if (!r.readable) md += fmt::format("- `{}`: {}\n", r.file, r.error);
-    md += "\n";
-  }
-  md += kDefinitions;
+  md += files_md(opt, plot_problem, pngs, runs, n);
   write_file_atomic(out("report.md"), md);
 
   for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (!opt.quiet) {
     std::printf("%s\n", fmt::format("report: {} runs ({} completed, {} diverged, {} failed) -> {}", runs.size(),
-                                    completed, diverged, failed, out("report.md"))
+                                    n.completed, n.diverged, n.failed, out("report.md"))
                             .c_str());
   }
   return static_cast<int>(runs.size());
