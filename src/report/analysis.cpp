@@ -69,10 +69,13 @@ std::string config_label(const ConfigGroup& g) {
   return s;
 }
 
-std::vector<ConfigGroup> analyse(const std::vector<RunInfo>& runs) {
-  // Group readable runs by key.
+namespace {
+
+using Index = std::map<std::string, std::vector<const RunInfo*>>;  // suite, model, seed -> 1-learner runs
+
+// Readable runs grouped by configuration key, runs by seed, groups in report order.
+std::vector<ConfigGroup> group_runs(const std::vector<RunInfo>& runs, Index& one_learner) {
   std::map<std::string, std::vector<const RunInfo*>> by_key;
-  std::map<std::string, std::vector<const RunInfo*>> one_learner;  // suite, model, seed -> 1-learner runs
   for (const auto& r : runs) {
     if (!r.readable) continue;
     by_key[r.key].push_back(&r);
@@ -91,83 +94,88 @@ std::vector<ConfigGroup> analyse(const std::vector<RunInfo>& runs) {
   }
   std::sort(groups.begin(), groups.end(),
             [](const ConfigGroup& a, const ConfigGroup& b) { return sort_key(a.rep()) < sort_key(b.rep()); });
+  return groups;
+}
 
-  for (auto& g : groups) {
-    std::vector<Value> tt, tp, ttt, sps, fin, best, smooth;
-    std::vector<double> taus;
-    bool missing_baseline = false, baseline_not_completed = false;
-    for (const RunInfo* rp : g.runs) {
-      const RunInfo& r = *rp;
-      g.completed += r.completed();
-      g.diverged += r.diverged();
-      g.failed += r.failed();
-      fin.push_back(run_value(r, r.summary.final_test_error));
-      best.push_back(run_value(r, r.summary.best_test_error));
-      smooth.push_back(run_value(r, r.smoothed_train_error));
-      ttt.push_back(run_value(r, r.summary.time_to_target_s));
-      sps.push_back(run_value(r, r.summary.samples_per_s > 0 ? r.summary.samples_per_s : kNaN));
-      if (std::isfinite(r.mean_tau)) taus.push_back(r.mean_tau);
-      if (g.histogram.size() < r.histogram.size()) g.histogram.resize(r.histogram.size(), 0);
-      for (std::size_t t = 0; t < r.histogram.size(); ++t) g.histogram[t] += r.histogram[t];
+// Baseline: a 1-learner run of the same suite, model and seed; a completed
+// one first (a diverged run is no baseline while another exists), then the
+// same protocol, then the most config fields in common; ties go to the first
+// file. nullptr: none.
+const RunInfo* baseline_of(const RunInfo& r, const Index& one_learner) {
+  const RunInfo* base = nullptr;
+  std::tuple<bool, bool, int> base_score{};
+  if (auto it = one_learner.find(index_key(r)); it != one_learner.end()) {
+    for (const RunInfo* c : it->second) {
+      const std::tuple<bool, bool, int> score{c->completed(), c->protocol == r.protocol,
+                                              common_fields(r.config, c->config, {"learners", "protocol"})};
+      if (!base || score > base_score) {
+        base = c;
+        base_score = score;
+      }
+    }
+  }
+  return base;
+}
 
-      // Baseline: a 1-learner run of the same suite, model and seed; a
-      // completed one first (a diverged run is no baseline while another
-      // exists), then the same protocol, then the most config fields in
-      // common; ties go to the first file.
-      const RunInfo* base = nullptr;
-      std::tuple<bool, bool, int> base_score{};
-      if (auto it = one_learner.find(index_key(r)); it != one_learner.end()) {
-        for (const RunInfo* c : it->second) {
-          const std::tuple<bool, bool, int> score{c->completed(), c->protocol == r.protocol,
-                                                  common_fields(r.config, c->config, {"learners", "protocol"})};
-          if (!base || score > base_score) {
-            base = c;
-            base_score = score;
-          }
-        }
-      }
-      if (!r.completed()) {
-        tt.push_back(state_of(r));
-        tp.push_back(state_of(r));
-        continue;
-      }
-      if (!base) {
-        missing_baseline = true;
-        tt.push_back({});
-        tp.push_back({});
-        continue;
-      }
-      if (std::find(g.baselines.begin(), g.baselines.end(), base->run_id) == g.baselines.end()) {
+// One group's aggregates over its runs, speedups against their baselines.
+void summarise(ConfigGroup& g, const Index& one_learner) {
+  std::vector<Value> tt, tp, ttt, sps, fin, best, smooth;
+  std::vector<double> taus;
+  bool missing_baseline = false, baseline_not_completed = false;
+  for (const RunInfo* rp : g.runs) {
+    const RunInfo& r = *rp;
+    g.completed += r.completed();
+    g.diverged += r.diverged();
+    g.failed += r.failed();
+    fin.push_back(run_value(r, r.summary.final_test_error));
+    best.push_back(run_value(r, r.summary.best_test_error));
+    smooth.push_back(run_value(r, r.smoothed_train_error));
+    ttt.push_back(run_value(r, r.summary.time_to_target_s));
+    sps.push_back(run_value(r, r.summary.samples_per_s > 0 ? r.summary.samples_per_s : kNaN));
+    if (std::isfinite(r.mean_tau)) taus.push_back(r.mean_tau);
+    if (g.histogram.size() < r.histogram.size()) g.histogram.resize(r.histogram.size(), 0);
+    for (std::size_t t = 0; t < r.histogram.size(); ++t) g.histogram[t] += r.histogram[t];
+
+    const RunInfo* base = baseline_of(r, one_learner);
+    Value speed_tt, speed_tp;  // blank unless computed below
+    if (!r.completed()) {
+      speed_tt = speed_tp = state_of(r);
+    } else if (!base) {
+      missing_baseline = true;
+    } else {
+      if (std::find(g.baselines.begin(), g.baselines.end(), base->run_id) == g.baselines.end())
         g.baselines.push_back(base->run_id);
-      }
       if (!base->completed()) {
         baseline_not_completed = true;
-        tt.push_back(state_of(*base));
-        tp.push_back(state_of(*base));
-        continue;
+        speed_tt = speed_tp = state_of(*base);
+      } else {
+        const double t1 = base->summary.time_to_target_s, tl = r.summary.time_to_target_s;
+        if (std::isfinite(t1) && std::isfinite(tl) && tl > 0) speed_tt = Value::number(t1 / tl);
+        const double p1 = base->summary.samples_per_s, pl = r.summary.samples_per_s;
+        if (std::isfinite(p1) && std::isfinite(pl) && p1 > 0 && pl > 0) speed_tp = Value::number(pl / p1);
       }
-      const double t1 = base->summary.time_to_target_s, tl = r.summary.time_to_target_s;
-      tt.push_back(std::isfinite(t1) && std::isfinite(tl) && tl > 0 ? Value::number(t1 / tl) : Value{});
-      const double p1 = base->summary.samples_per_s, pl = r.summary.samples_per_s;
-      tp.push_back(std::isfinite(p1) && std::isfinite(pl) && p1 > 0 && pl > 0 ? Value::number(pl / p1) : Value{});
     }
-    g.tt_speedup = aggregate(tt);
-    g.tp_speedup = aggregate(tp);
-    g.time_to_target = aggregate(ttt);
-    g.samples_per_s = aggregate(sps);
-    g.final_error = aggregate(fin);
-    g.best_error = aggregate(best);
-    g.smoothed_error = aggregate(smooth);
-    if (!taus.empty()) g.mean_tau = mean_ci95(taus).mean;
-    std::vector<std::string> notes;
-    if (missing_baseline) notes.push_back("no 1-learner baseline");
-    if (baseline_not_completed) notes.push_back("1-learner baseline diverged or failed");
-    if (g.diverged > 0 && g.completed > 0) notes.push_back(fmt::format("{} of {} seeds diverged", g.diverged, g.runs.size()));
-    for (const auto& n : notes) g.speedup_note += (g.speedup_note.empty() ? "" : "; ") + n;
+    tt.push_back(speed_tt);
+    tp.push_back(speed_tp);
   }
+  g.tt_speedup = aggregate(tt);
+  g.tp_speedup = aggregate(tp);
+  g.time_to_target = aggregate(ttt);
+  g.samples_per_s = aggregate(sps);
+  g.final_error = aggregate(fin);
+  g.best_error = aggregate(best);
+  g.smoothed_error = aggregate(smooth);
+  if (!taus.empty()) g.mean_tau = mean_ci95(taus).mean;
+  std::vector<std::string> notes;
+  if (missing_baseline) notes.push_back("no 1-learner baseline");
+  if (baseline_not_completed) notes.push_back("1-learner baseline diverged or failed");
+  if (g.diverged > 0 && g.completed > 0) notes.push_back(fmt::format("{} of {} seeds diverged", g.diverged, g.runs.size()));
+  for (const auto& n : notes) g.speedup_note += (g.speedup_note.empty() ? "" : "; ") + n;
+}
 
-  // Gap to hardsync at the same model, mode and learner count; among several
-  // hardsync configurations the one with the most config fields in common.
+// Gap to hardsync at the same model, mode and learner count; among several
+// hardsync configurations the one with the most config fields in common.
+void hardsync_gaps(std::vector<ConfigGroup>& groups) {
   std::map<std::string, std::vector<const ConfigGroup*>> hardsync;
   auto hs_key = [](const RunInfo& r) { return r.model + '\x1f' + r.mode + '\x1f' + std::to_string(r.learners); };
   for (const auto& g : groups)
@@ -197,6 +205,15 @@ std::vector<ConfigGroup> analyse(const std::vector<RunInfo>& runs) {
       g.gap.state = theirs.state;
     }
   }
+}
+
+}  // namespace
+
+std::vector<ConfigGroup> analyse(const std::vector<RunInfo>& runs) {
+  Index one_learner;
+  std::vector<ConfigGroup> groups = group_runs(runs, one_learner);
+  for (auto& g : groups) summarise(g, one_learner);
+  hardsync_gaps(groups);
   return groups;
 }
 

@@ -147,6 +147,115 @@ std::string seeds_text(const ConfigGroup& g) {
   return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
 }
 
+// The rows of one claim: the first names the claim and the paper's value.
+struct ClaimRows {
+  std::string text, pv;
+  std::vector<std::vector<std::string>> rows;
+  void add(const std::string& ours, const std::string& cfg) {
+    rows.push_back({rows.empty() ? text : "", rows.empty() ? pv : "", ours, cfg});
+  }
+};
+
+using Groups = std::vector<const ConfigGroup*>;
+
+void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimRows& out) {
+  Groups at;
+  for (const auto* g : all)
+    if (claim.contains("learners") && learners_match(claim, g->rep().learners)) at.push_back(g);
+  std::string where;
+  if (at.empty()) {
+    for (const auto* g : all)
+      if (g->rep().learners == max_learners && max_learners > 1) at.push_back(g);
+    if (!at.empty()) where = fmt::format(" (our largest learner count, L={})", max_learners);
+  }
+  for (const auto* g : at) {
+    out.add(fmt::format("ours: time-to-target {}, throughput {}", agg_md(g->tt_speedup, false, 2),
+                        agg_md(g->tp_speedup, false, 2)),
+            config_label(*g) + where + ", " + seeds_text(*g));
+  }
+  if (at.empty()) out.add("ours: no run with more than one learner", "");
+}
+
+void test_error_rows(const json& claim, const Groups& all, const std::string& policy, ClaimRows& out) {
+  Groups at;
+  bool policy_found = false;
+  for (const auto* g : all) policy_found = policy_found || g->rep().lr_policy == policy;
+  for (const auto* g : all) {
+    if (!learners_match(claim, g->rep().learners) || !n_match(claim, g->rep())) continue;
+    if (!policy.empty() && policy_found && g->rep().lr_policy != policy) continue;
+    at.push_back(g);
+  }
+  const std::string note = !policy.empty() && !policy_found ? fmt::format(" (no run with lr_policy {})", policy) : "";
+  for (const auto* g : at)
+    out.add("ours: final test error " + agg_md(g->final_error, true, 2), config_label(*g) + note + ", " + seeds_text(*g));
+  if (at.empty()) out.add("ours: no matching configuration in this suite", "");
+}
+
+// The setting as stated: learner count (lambda) and n both, when given.
+void diverges_rows(const json& claim, const Groups& all, const std::string& policy, ClaimRows& out) {
+  for (const auto* g : all) {
+    const RunInfo& r = g->rep();
+    if (r.protocol == "hardsync" || (!policy.empty() && r.lr_policy != policy)) continue;
+    if (!learners_match(claim, r.learners) || !n_match(claim, r)) continue;
+    std::string ours = fmt::format("ours: {} of {} seeds diverged", g->diverged, g->runs.size());
+    if (g->final_error.state == Agg::State::number) ours += ", final test error " + agg_md(g->final_error, true, 2);
+    out.add(ours, config_label(*g));
+  }
+  if (out.rows.empty()) out.add("ours: no matching configuration in this suite", "");
+}
+
+void n_sync_order_rows(const Groups& all, ClaimRows& out) {
+  Groups at;
+  for (const auto* g : all)
+    if (g->rep().protocol == "nsync") at.push_back(g);
+  const ConfigGroup* best = nullptr;
+  for (const auto* g : at) {
+    if (g->final_error.state == Agg::State::number && (!best || g->final_error.iv.mean < best->final_error.iv.mean)) {
+      best = g;
+    }
+  }
+  for (const auto* g : at) {
+    out.add(fmt::format("ours: final test error {}{}", agg_md(g->final_error, true, 2), g == best ? " (best of ours)" : ""),
+            config_label(*g) + ", " + seeds_text(*g));
+  }
+  if (at.empty()) out.add("ours: no nsync configuration in this suite", "");
+}
+
+// values_by_learners: the paper's training error per learner count, at the
+// claim's n_sync (a single learner never syncs: any n_sync) and start.
+void train_error_rows(const json& claim, const Groups& all, ClaimRows& out) {
+  Groups at;
+  const auto by = claim.find("values_by_learners");
+  for (const auto* g : all) {
+    const RunInfo& r = g->rep();
+    if (by == claim.end() || !by->is_object() || !by->contains(std::to_string(r.learners))) continue;
+    if (!warm_match(claim, r)) continue;
+    if (r.learners > 1 && !value_match(claim, "n_sync", number_of(r.n_sync))) continue;
+    at.push_back(g);
+  }
+  for (const auto* g : at) {
+    out.add("ours: final training error (smoothed) " + agg_md(g->smoothed_error, true, 2),
+            config_label(*g) + ", " + seeds_text(*g));
+  }
+  if (at.empty()) out.add("ours: no matching configuration in this suite", "");
+}
+
+ClaimRows claim_rows(const json& claim, const Groups& all, int max_learners) {
+  const std::string kind = str(claim, "kind"), source = str(claim, "source");
+  ClaimRows out;
+  out.text = str(claim, "text", str(claim, "id")) + " — " + (source.empty() ? std::string("location not given") : source);
+  out.pv = "paper: " + paper_value(claim);
+  const std::string policy = str(claim, "lr_policy");
+  if (kind == "speedup") speedup_rows(claim, all, max_learners, out);
+  else if (kind == "test_error") test_error_rows(claim, all, policy, out);
+  else if (kind == "diverges") diverges_rows(claim, all, policy, out);
+  else if (kind == "n_sync_order") n_sync_order_rows(all, out);
+  else if (kind == "train_error") train_error_rows(claim, all, out);
+  else if (kind == "trend") out.add("ours: not compared automatically (see the error plots of this report)", "");
+  else out.add("ours: (claim kind '" + kind + "' is not compared automatically)", "");
+  return out;
+}
+
 }  // namespace
 
 std::string papers_section(const std::vector<ConfigGroup>& groups, const std::string& suite,
@@ -188,100 +297,9 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
   t.header = {"paper's claim", "paper", "ours", "our configuration"};
   int max_learners = 0;
   for (const auto* g : all) max_learners = std::max(max_learners, g->rep().learners);
-
   for (const json& claim : ref["claims"]) {
     if (!claim.is_object()) continue;
-    const std::string kind = str(claim, "kind"), source = str(claim, "source");
-    const std::string text = str(claim, "text", str(claim, "id")) + " — " +
-                             (source.empty() ? std::string("location not given") : source);
-    const std::string pv = "paper: " + paper_value(claim);
-    std::vector<std::vector<std::string>> rows;
-    auto add = [&](const std::string& ours, const std::string& cfg) {
-      rows.push_back({rows.empty() ? text : "", rows.empty() ? pv : "", ours, cfg});
-    };
-    const std::string policy = str(claim, "lr_policy");
-
-    if (kind == "speedup") {
-      std::vector<const ConfigGroup*> at;
-      for (const auto* g : all)
-        if (claim.contains("learners") && learners_match(claim, g->rep().learners)) at.push_back(g);
-      std::string where;
-      if (at.empty()) {
-        for (const auto* g : all)
-          if (g->rep().learners == max_learners && max_learners > 1) at.push_back(g);
-        if (!at.empty()) where = fmt::format(" (our largest learner count, L={})", max_learners);
-      }
-      for (const auto* g : at) {
-        add(fmt::format("ours: time-to-target {}, throughput {}", agg_md(g->tt_speedup, false, 2),
-                        agg_md(g->tp_speedup, false, 2)),
-            config_label(*g) + where + ", " + seeds_text(*g));
-      }
-      if (at.empty()) add("ours: no run with more than one learner", "");
-    } else if (kind == "test_error") {
-      std::vector<const ConfigGroup*> at;
-      bool policy_found = false;
-      for (const auto* g : all) policy_found = policy_found || g->rep().lr_policy == policy;
-      for (const auto* g : all) {
-        if (!learners_match(claim, g->rep().learners) || !n_match(claim, g->rep())) continue;
-        if (!policy.empty() && policy_found && g->rep().lr_policy != policy) continue;
-        at.push_back(g);
-      }
-      const std::string note = !policy.empty() && !policy_found ? fmt::format(" (no run with lr_policy {})", policy) : "";
-      for (const auto* g : at) {
-        add("ours: final test error " + agg_md(g->final_error, true, 2), config_label(*g) + note + ", " + seeds_text(*g));
-      }
-      if (at.empty()) add("ours: no matching configuration in this suite", "");
-    } else if (kind == "diverges") {
-      // The setting as stated: learner count (lambda) and n both, when given.
-      for (const auto* g : all) {
-        const RunInfo& r = g->rep();
-        if (r.protocol == "hardsync" || (!policy.empty() && r.lr_policy != policy)) continue;
-        if (!learners_match(claim, r.learners) || !n_match(claim, r)) continue;
-        std::string ours = fmt::format("ours: {} of {} seeds diverged", g->diverged, g->runs.size());
-        if (g->final_error.state == Agg::State::number) ours += ", final test error " + agg_md(g->final_error, true, 2);
-        add(ours, config_label(*g));
-      }
-      if (rows.empty()) add("ours: no matching configuration in this suite", "");
-    } else if (kind == "n_sync_order") {
-      std::vector<const ConfigGroup*> at;
-      for (const auto* g : all)
-        if (g->rep().protocol == "nsync") at.push_back(g);
-      const ConfigGroup* best = nullptr;
-      for (const auto* g : at) {
-        if (g->final_error.state == Agg::State::number &&
-            (!best || g->final_error.iv.mean < best->final_error.iv.mean)) {
-          best = g;
-        }
-      }
-      for (const auto* g : at) {
-        add(fmt::format("ours: final test error {}{}", agg_md(g->final_error, true, 2),
-                        g == best ? " (best of ours)" : ""),
-            config_label(*g) + ", " + seeds_text(*g));
-      }
-      if (at.empty()) add("ours: no nsync configuration in this suite", "");
-    } else if (kind == "train_error") {
-      // values_by_learners: the paper's training error per learner count, at
-      // the claim's n_sync (a single learner never syncs: any n_sync) and start.
-      std::vector<const ConfigGroup*> at;
-      const auto by = claim.find("values_by_learners");
-      for (const auto* g : all) {
-        const RunInfo& r = g->rep();
-        if (by == claim.end() || !by->is_object() || !by->contains(std::to_string(r.learners))) continue;
-        if (!warm_match(claim, r)) continue;
-        if (r.learners > 1 && !value_match(claim, "n_sync", number_of(r.n_sync))) continue;
-        at.push_back(g);
-      }
-      for (const auto* g : at) {
-        add("ours: final training error (smoothed) " + agg_md(g->smoothed_error, true, 2),
-            config_label(*g) + ", " + seeds_text(*g));
-      }
-      if (at.empty()) add("ours: no matching configuration in this suite", "");
-    } else if (kind == "trend") {
-      add("ours: not compared automatically (see the error plots of this report)", "");
-    } else {
-      add("ours: (claim kind '" + kind + "' is not compared automatically)", "");
-    }
-    for (auto& r : rows) t.rows.push_back(std::move(r));
+    for (auto& r : claim_rows(claim, all, max_learners).rows) t.rows.push_back(std::move(r));
   }
   md += to_markdown(t) + "\n";
   return md;
