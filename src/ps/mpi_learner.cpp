@@ -6,12 +6,10 @@
 #include "ps/local_steps.hpp"
 #include "ps/protocol.hpp"
 #include "ps/shards.hpp"
-#include "ps/shared.hpp"
+#include "ps/run_parts.hpp"
 #include "ps/transport.hpp"
 
 namespace asgd::ps {
-
-using namespace detail;
 
 namespace {
 

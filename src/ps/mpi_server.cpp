@@ -10,8 +10,6 @@
 
 namespace asgd::ps {
 
-using namespace detail;
-
 Server::Server(RunSession& session, const Comm& comm, data::DataPair* data, engine::Engine& eng)
     : s_(session), cfg_(session.cfg()), comm_(comm), data_(data), eng_(eng), k_(comm.rank()),
       S_(cfg_.servers), L_(cfg_.learners), n_train_(data->train.n),

@@ -69,7 +69,7 @@ class Server {
   const SharedWindows* shm_ = nullptr;
   int readers_ = 0;  // learners sent a reply that have not said kPullDone
   double train_s_ = 0, paused_s_ = 0, warm_up_s_ = 0, started_unix_ = 0;
-  detail::Clock::time_point start_;
+  Clock::time_point start_;
   std::int64_t win_samples_ = 0;
   double win_t_ = 0;
   bool stopping_ = false;

@@ -13,14 +13,12 @@
 #include "ps/protocol.hpp"
 #include "ps/session.hpp"
 #include "ps/shards.hpp"
-#include "ps/shared.hpp"
+#include "ps/run_parts.hpp"
 #include "ps/shm_windows.hpp"
 
 namespace asgd::ps {
 
 namespace fs = std::filesystem;
-using namespace detail;
-
 namespace {
 
 // The host name of every rank (rank 0 gets them all; others get an empty list).
@@ -141,6 +139,37 @@ void check_shape(const TrainConfig& cfg, const Comm& comm) {
         comm.size(), S, L, S + L, S + L));
 }
 
+// Every rank: its session (the writer's holds the run's lock; a finished run
+// is not run again, a failed one, the watchdog's, is resumed from its
+// checkpoints), the data and a CPU engine, and on a server its shard,
+// resumed or warm-started. Collective; returns 1 when the run is finished.
+int set_up(const Comm& comm, const TrainConfig& cfg, const TrainOptions& opt,
+           std::optional<RunSession>& session, std::optional<RunSetup>& run,
+           std::optional<Server>& srv, bool& resumed) {
+  const bool server = comm.rank() < cfg.servers, writer = comm.rank() == 0;
+  std::string error;
+  int skip = 0;
+  try {
+    session.emplace(cfg, opt, writer);
+    skip = session->finished() ? 1 : 0;
+    run.emplace(session->load(writer ? 0 : cfg.batch, "cpu"));  // a GPU learner's comes later
+    run->engine->init(cfg.seed);
+    if (server) {
+      srv.emplace(*session, comm, &run->data, *run->engine);
+      if (!skip) resumed = srv->resume();
+      if (!skip && !resumed && !cfg.warm_start.empty()) {
+        load_warm_start(cfg, *run->engine);
+        srv->load_weights(run->engine->params());
+      }
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  stop_if_any_failed(comm, error, "set-up failed on another rank");
+  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, comm.get()), "Bcast");
+  return skip;
+}
+
 }  // namespace
 
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
@@ -156,33 +185,12 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   set_stall_timeout(writer ? opt.stall_timeout_s : opt.stall_timeout_s * 1.2 + 1);
 
   // Set-up on every rank; any failure is reported by the rank that saw it and
-  // every rank stops before training starts. The writer's session holds the
-  // run's lock; a finished run is not run again, a failed one (the watchdog)
-  // is resumed from its checkpoints.
+  // every rank stops before training starts.
   std::optional<RunSession> session;
   std::optional<RunSetup> run;
   std::optional<Server> srv;
-  std::string error;
-  int skip = 0;
   bool resumed = false;
-  try {
-    session.emplace(cfg, opt, writer);
-    skip = session->finished() ? 1 : 0;
-    run.emplace(session->load(writer ? 0 : cfg.batch, "cpu"));  // a GPU learner's comes below
-    run->engine->init(cfg.seed);
-    if (server) {
-      srv.emplace(*session, comm, &run->data, *run->engine);
-      if (!skip) resumed = srv->resume();
-      if (!skip && !resumed && !cfg.warm_start.empty()) {
-        load_warm_start(cfg, *run->engine);
-        srv->load_weights(run->engine->params());
-      }
-    }
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  stop_if_any_failed(comm, error, "set-up failed on another rank");
-  mpi_check(MPI_Bcast(&skip, 1, MPI_INT, 0, comm.get()), "Bcast");
+  const int skip = set_up(comm, cfg, opt, session, run, srv, resumed);
   TrainOutcome& out = session->outcome();
   out.skipped = skip != 0;
   if (skip) return out;

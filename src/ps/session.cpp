@@ -12,8 +12,6 @@
 namespace asgd::ps {
 
 namespace fs = std::filesystem;
-using namespace detail;
-
 bool EvalSchedule::due(double epoch) const {
   return std::floor(epoch / every_) > std::floor(last_ / every_);
 }

@@ -21,7 +21,7 @@
 #include "config/config.hpp"
 #include "io/results.hpp"
 #include "io/run_lock.hpp"
-#include "ps/shared.hpp"
+#include "ps/run_parts.hpp"
 #include "ps/trainer.hpp"
 
 namespace asgd::ps {
@@ -57,7 +57,7 @@ class RunSession {
   // Resources checked (before anything is allocated), BLAS threads set, the
   // data loaded and the model's engine made on `device` (empty: the run's)
   // for batches up to max_batch (0: the larger of batch and eval_batch).
-  detail::RunSetup load(index_t max_batch = 0, const std::string& device = "") const;
+  RunSetup load(index_t max_batch = 0, const std::string& device = "") const;
   // The checkpoint at path, checked against want (config hash and model
   // filled in here), or nothing when there is none.
   std::optional<io::Checkpoint> resume(const std::string& path, io::CheckpointExpect want);
@@ -90,7 +90,7 @@ class RunSession {
   TrainOutcome out_;
   std::optional<io::RunLock> lock_;
   EvalSchedule evals_;
-  detail::Clock::time_point last_print_ = detail::Clock::now();
+  Clock::time_point last_print_ = Clock::now();
 };
 
 }  // namespace asgd::ps

@@ -12,12 +12,10 @@
 #include "common/hash.hpp"
 #include "common/runinfo.hpp"
 #include "ps/session.hpp"
-#include "ps/shared.hpp"
+#include "ps/run_parts.hpp"
 #include "ps/trainer.hpp"
 
 namespace asgd::ps {
-
-using namespace detail;
 
 namespace {
 

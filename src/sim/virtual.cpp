@@ -12,13 +12,11 @@
 #include "ps/local_steps.hpp"
 #include "ps/session.hpp"
 #include "ps/shard_core.hpp"
-#include "ps/shared.hpp"
+#include "ps/run_parts.hpp"
 #include "sim/timing.hpp"
 
 namespace asgd::sim {
 
-using ps::detail::Clock;
-using ps::detail::seconds_since;
 
 namespace {
 
@@ -49,7 +47,7 @@ struct TimingFigures {
 
 class VirtualRun {
  public:
-  VirtualRun(ps::RunSession& s, ps::detail::RunSetup& run)
+  VirtualRun(ps::RunSession& s, ps::RunSetup& run)
       : s_(s), cfg_(s.cfg()), data_(run.data), eng_(*run.engine), L_(cfg_.learners),
         P_(eng_.n_params()), rule_(cfg_), local_(cfg_, rule_, data_.train),
         core_(cfg_, P_, L_, data_.train.n), learners_(static_cast<std::size_t>(L_)),
@@ -161,7 +159,7 @@ class VirtualRun {
       calibrate(fig);
     }
     if (cfg_.warm_steps > 0) {
-      ps::detail::warm_up(cfg_, eng_, data_.train);
+      ps::warm_up(cfg_, eng_, data_.train);
       // warm-up steps are training: one learner's steps on the clock, at the
       // model's compute time each, before the learners start
       warm_s_ = static_cast<double>(cfg_.warm_steps) * fig.compute_s;
@@ -235,8 +233,8 @@ class VirtualRun {
   void evaluate_now() {
     Kokkos::deep_copy(host_view(eng_.params()), core_.weights());
     eng_.params_changed();
-    const ps::detail::Eval e =
-        ps::detail::evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
+    const ps::Eval e =
+        ps::evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
     // eval_s 0: evaluation takes no virtual time, and a measured time would
     // make repeat runs differ
     res_.evals.push_back({core_.epoch(), core_.clock(), now_, e.loss, e.error, 0.0});
@@ -258,8 +256,8 @@ class VirtualRun {
 
   void checkpoint(bool with_learners) {
     io::Checkpoint ck = s_.checkpoint(core_.clock(), core_.epoch(), now_, P_);
-    ck.weights = ps::detail::to_host(core_.weights());
-    ck.momentum = ps::detail::to_host(core_.momentum());
+    ck.weights = ps::to_host(core_.weights());
+    ck.momentum = ps::to_host(core_.momentum());
     ck.cursors = core_.cursors();
     ck.progress = res_;
     ck.progress.updates = core_.series().updates;
@@ -279,7 +277,7 @@ class VirtualRun {
       v.event_learner.push_back(q.top().learner);
     }
     auto append = [](std::vector<float>& to, const nn::View& from) {
-      const auto h = ps::detail::to_host(from);
+      const auto h = ps::to_host(from);
       to.insert(to.end(), h.begin(), h.end());
     };
     for (const Learner& ln : learners_) {
@@ -318,8 +316,8 @@ class VirtualRun {
       ln.timing = v.timing[l];
       ln.timing.learner = static_cast<std::int32_t>(l);
       ln.push_at = v.push_at[l];
-      ps::detail::from_host(slice(v.weights, l), ln.weights);
-      if (rule_.delta()) ps::detail::from_host(slice(v.inc, l), ln.inc);
+      ps::from_host(slice(v.weights, l), ln.weights);
+      if (rule_.delta()) ps::from_host(slice(v.inc, l), ln.inc);
     }
     timing_->restore(v.timing_rng);
     res_.evals = ck.progress.evals;
@@ -347,7 +345,7 @@ class VirtualRun {
 ps::TrainOutcome train_virtual(const TrainConfig& cfg, const ps::TrainOptions& opt) {
   ps::RunSession session(cfg, opt);
   if (session.finished()) return session.outcome();
-  ps::detail::RunSetup run = session.load();
+  ps::RunSetup run = session.load();
   VirtualRun vr(session, run);
   vr.start(collect_run_info());
   vr.finish(vr.train());

@@ -1,12 +1,14 @@
 #pragma once
-// Pieces the single-learner trainer and the MPI core share.
-#include <chrono>
+// The pieces of a run every driver (single learner, MPI, virtual learners)
+// shares besides the lifecycle (ps/session.hpp): evaluation, warm starts, the
+// data and engine of a run, results headers, host copies of views.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "common/clock.hpp"
 #include "common/runinfo.hpp"
 #include "ps/trainer.hpp"
 #include "data/dataset.hpp"
@@ -15,13 +17,7 @@
 #include "io/run_lock.hpp"
 #include "nn/model.hpp"
 
-namespace asgd::ps::detail {
-
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+namespace asgd::ps {
 
 
 struct Eval {
@@ -55,4 +51,4 @@ void load_warm_start(const TrainConfig& cfg, engine::Engine& model);
 // the seconds it took.
 double warm_up(const TrainConfig& cfg, engine::Engine& eng, const data::Dataset& train);
 
-}  // namespace asgd::ps::detail
+}  // namespace asgd::ps

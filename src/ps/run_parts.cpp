@@ -1,6 +1,6 @@
 #include "ps/trainer.hpp"
 
-#include "ps/shared.hpp"
+#include "ps/run_parts.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -39,8 +39,6 @@ void ensure_dir(const fs::path& dir) {
 }
 
 }  // namespace
-
-namespace detail {
 
 Eval evaluate(engine::Engine& eng, const data::Dataset& test, index_t eval_batch,
               std::int64_t eval_samples) {
@@ -150,10 +148,6 @@ RunSetup load_run(const TrainConfig& cfg, index_t max_batch, const std::string& 
   auto eng = engine::make_engine(device, *spec, max_batch, 0);
   return {std::move(data), std::move(eng)};
 }
-
-}  // namespace detail
-
-using namespace detail;
 
 double scheduled_lr(const TrainConfig& cfg, double epoch) {
   double lr = cfg.lr;
