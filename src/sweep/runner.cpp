@@ -158,6 +158,143 @@ RunState run_state(const Run& r, const SuitePaths& p) {
   return RunState::pending;
 }
 
+namespace {
+
+// The local runner's state: what is to run, what runs, what came of it.
+class LocalRun {
+ public:
+  LocalRun(const Suite& s, const SuitePaths& p, const std::vector<std::string>& configs, const LocalOptions& opt,
+           std::vector<std::size_t> todo, int cores)
+      : s_(s), p_(p), configs_(configs), opt_(opt), todo_(std::move(todo)), cores_(cores) {}
+
+  // Runs everything; returns the failed count, or 128 + a signal that stopped it.
+  int run() {
+    while (next_ < todo_.size() || !active_.empty()) {
+      if (g_signal != 0) return stop();
+      start_what_fits();
+      if (active_.empty()) continue;  // every remaining run failed to start
+      int wstatus = 0;
+      const pid_t pid = waitpid(-1, &wstatus, 0);
+      if (pid < 0 && errno == EINTR) continue;  // a signal: handled at the top of the loop
+      if (pid < 0) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
+      finished(pid, wstatus);
+    }
+    return -1;
+  }
+
+  int count(const char* state) { return outcome_[state]; }
+
+ private:
+  struct Active {
+    std::size_t index;
+    int ranks;
+    Clock::time_point start;
+  };
+
+  std::string failed_marker(const Run& r) const { return (fs::path(p_.logs) / (r.run_id + ".failed")).string(); }
+
+  int stop() {
+    const int sig = g_signal;
+    fmt::print("suite {}: {} received: stopping {} running run{} (their checkpoints stay; run "
+               "the suite again to resume)\n",
+               s_.name, strsignal(sig), active_.size(), active_.size() == 1 ? "" : "s");
+    std::fflush(stdout);
+    stop_children(active_, sig);
+    return 128 + sig;
+  }
+
+  // Starts what fits: at most `jobs` runs, at most `cores` ranks (one run always fits).
+  void start_what_fits() {
+    while (next_ < todo_.size() && static_cast<int>(active_.size()) < opt_.jobs) {
+      const Run& r = s_.runs[todo_[next_]];
+      if (!active_.empty() && used_ + r.ranks > cores_) break;
+      const std::string log = (fs::path(p_.logs) / (r.run_id + ".log")).string();
+      fs::remove(failed_marker(r));
+      pid_t pid = 0;
+      try {
+        pid = spawn(train_command(s_, r, configs_[todo_[next_]], opt_, p_), log);
+      } catch (const Error& e) {  // e.g. no mpiexec: this run fails, the others go on
+        write_file_atomic(failed_marker(r), "127\n");
+        outcome_["failed"] += 1;
+        ++finished_;
+        ++next_;
+        fmt::print("[{}/{}] {} failed to start: {}\n", finished_, todo_.size(), r.run_id, e.what());
+        continue;
+      }
+      active_[pid] = {todo_[next_], r.ranks, Clock::now()};
+      used_ += r.ranks;
+      ++next_;
+      fmt::print("[{}/{}] started {} ({} rank{})\n", next_, todo_.size(), r.run_id, r.ranks, r.ranks == 1 ? "" : "s");
+      std::fflush(stdout);
+    }
+  }
+
+  void finished(pid_t pid, int wstatus) {
+    auto it = active_.find(pid);
+    if (it == active_.end()) return;
+    const Active a = it->second;
+    active_.erase(it);
+    used_ -= a.ranks;
+    ++finished_;
+    const double took = std::chrono::duration<double>(Clock::now() - a.start).count();
+    busy_s_ += took;
+    const Run& r = s_.runs[a.index];
+    const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    std::string state;
+    if (code != 0) {
+      write_file_atomic(failed_marker(r), fmt::format("{}\n", code));
+      state = "failed";
+    } else {
+      state = to_string(run_state(r, p_));
+    }
+    outcome_[state] += 1;
+    const double mean = busy_s_ / static_cast<double>(finished_);
+    const double eta = mean * static_cast<double>(todo_.size() - finished_) / std::max(1, opt_.jobs);
+    fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished_, todo_.size(), r.run_id, state,
+               fmt_duration(took), fmt_duration(std::chrono::duration<double>(Clock::now() - t0_).count()),
+               fmt_duration(eta), code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p_.logs, r.run_id) : "");
+    std::fflush(stdout);
+  }
+
+  const Suite& s_;
+  const SuitePaths& p_;
+  const std::vector<std::string>& configs_;
+  const LocalOptions& opt_;
+  const std::vector<std::size_t> todo_;
+  const int cores_;
+  std::map<pid_t, Active> active_;
+  std::map<std::string, int> outcome_;
+  std::size_t next_ = 0, finished_ = 0;
+  double busy_s_ = 0;
+  int used_ = 0;
+  const Clock::time_point t0_ = Clock::now();
+};
+
+// SIGTERM and SIGINT set g_signal while it lives (no SA_RESTART: waitpid
+// returns EINTR); the old handlers come back after.
+class SignalsForwarded {
+ public:
+  SignalsForwarded() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    g_signal = 0;
+    sigaction(SIGTERM, &sa, &term_);
+    sigaction(SIGINT, &sa, &intr_);
+  }
+  ~SignalsForwarded() {
+    sigaction(SIGTERM, &term_, nullptr);
+    sigaction(SIGINT, &intr_, nullptr);
+  }
+  SignalsForwarded(const SignalsForwarded&) = delete;
+  SignalsForwarded& operator=(const SignalsForwarded&) = delete;
+
+ private:
+  struct sigaction term_ {}, intr_ {};
+};
+
+}  // namespace
+
 int run_local(const Suite& s, const std::string& results_dir, const LocalOptions& opt) {
   // jobs < 1 would start nothing and wait forever
   if (opt.jobs < 1) throw Error(fmt::format("--jobs {} must be >= 1", opt.jobs));
@@ -192,99 +329,12 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
     }
     return 0;
   }
-  struct Active {
-    std::size_t index;
-    int ranks;
-    Clock::time_point start;
-  };
-  std::map<pid_t, Active> active;
-  std::map<std::string, int> outcome;
-  std::size_t next = 0, finished = 0;
-  double busy_s = 0;
-  const auto t0 = Clock::now();
-  int used = 0;
-  struct sigaction sa {}, old_term {}, old_int {};
-  sa.sa_handler = on_signal;  // no SA_RESTART: waitpid returns EINTR
-  sigemptyset(&sa.sa_mask);
-  g_signal = 0;
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGINT, &sa, &old_int);
-  struct Restore {
-    struct sigaction term, intr;
-    ~Restore() {
-      sigaction(SIGTERM, &term, nullptr);
-      sigaction(SIGINT, &intr, nullptr);
-    }
-  } restore{old_term, old_int};
-  while (next < todo.size() || !active.empty()) {
-    if (g_signal != 0) {
-      const int sig = g_signal;
-      fmt::print("suite {}: {} received: stopping {} running run{} (their checkpoints stay; run "
-                 "the suite again to resume)\n",
-                 s.name, strsignal(sig), active.size(), active.size() == 1 ? "" : "s");
-      std::fflush(stdout);
-      stop_children(active, sig);
-      return 128 + sig;
-    }
-    // start what fits: at most `jobs` runs, at most `cores` ranks (one run always fits)
-    while (next < todo.size() && static_cast<int>(active.size()) < opt.jobs) {
-      const Run& r = s.runs[todo[next]];
-      if (!active.empty() && used + r.ranks > cores) break;
-      const std::string log = (fs::path(p.logs) / (r.run_id + ".log")).string();
-      fs::remove(fs::path(p.logs) / (r.run_id + ".failed"));
-      pid_t pid = 0;
-      try {
-        pid = spawn(train_command(s, r, configs[todo[next]], opt, p), log);
-      } catch (const Error& e) {  // e.g. no mpiexec: this run fails, the others go on
-        write_file_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), "127\n");
-        outcome["failed"] += 1;
-        ++finished;
-        ++next;
-        fmt::print("[{}/{}] {} failed to start: {}\n", finished, todo.size(), r.run_id, e.what());
-        continue;
-      }
-      active[pid] = {todo[next], r.ranks, Clock::now()};
-      used += r.ranks;
-      ++next;
-      fmt::print("[{}/{}] started {} ({} rank{})\n", next, todo.size(), r.run_id, r.ranks,
-                 r.ranks == 1 ? "" : "s");
-      std::fflush(stdout);
-    }
-    if (active.empty()) continue;  // every remaining run failed to start
-    int wstatus = 0;
-    const pid_t pid = waitpid(-1, &wstatus, 0);
-    if (pid < 0 && errno == EINTR) continue;  // a signal: handled at the top of the loop
-    if (pid < 0) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
-    auto it = active.find(pid);
-    if (it == active.end()) continue;
-    const Active a = it->second;
-    active.erase(it);
-    used -= a.ranks;
-    ++finished;
-    const double took = std::chrono::duration<double>(Clock::now() - a.start).count();
-    busy_s += took;
-    const Run& r = s.runs[a.index];
-    const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    std::string state;
-    if (code != 0) {
-      write_file_atomic((fs::path(p.logs) / (r.run_id + ".failed")).string(), fmt::format("{}\n", code));
-      state = "failed";
-    } else {
-      state = to_string(run_state(r, p));
-    }
-    outcome[state] += 1;
-    const double mean = busy_s / static_cast<double>(finished);
-    const double eta = mean * static_cast<double>(todo.size() - finished) / std::max(1, opt.jobs);
-    fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished, todo.size(), r.run_id,
-               state, fmt_duration(took),
-               fmt_duration(std::chrono::duration<double>(Clock::now() - t0).count()),
-               fmt_duration(eta),
-               code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p.logs, r.run_id) : "");
-    std::fflush(stdout);
-  }
+  SignalsForwarded signals;
+  LocalRun runner(s, p, configs, opt, std::move(todo), cores);
+  if (const int stopped = runner.run(); stopped >= 0) return stopped;
   fmt::print("suite {}: {} completed, {} diverged, {} failed, {} finished earlier\n", s.name,
-             outcome["completed"], outcome["diverged"], outcome["failed"], skipped);
-  return outcome["failed"];
+             runner.count("completed"), runner.count("diverged"), runner.count("failed"), skipped);
+  return runner.count("failed");
 }
 
 int status(const Suite& s, const std::string& results_dir) {

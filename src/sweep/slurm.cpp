@@ -149,146 +149,161 @@ std::string capture(const std::string& cmd) {
 
 }  // namespace
 
-int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& opt) {
-  // Everything that reaches a script is checked before anything is written.
+namespace {
+
+// One submission of a suite: what every script of it needs.
+struct Submission {
+  const Suite& s;
+  const SubmitOptions& opt;
+  Site site;
+  SuitePaths p;
+  std::vector<std::string> configs;
+  std::string root, self, stamp;
+  int limit = 0;  // tasks of an array at once (0: no limit)
+  bool exclusive = false;
+  std::vector<std::string> job_ids;
+  std::string previous_array;
+  int submitted = 0;
+
+  // #SBATCH --output: the folder taken literally (quoted, % doubled), then
+  // Slurm's own patterns (%x job name, %A array job, %a task, %j job id).
+  std::string output(const char* pattern) const {
+    return sbatch_quote(sbatch_filename_literal(root + "/logs/") + pattern);
+  }
+};
+
+// Everything that reaches a script is checked before anything is written:
+// the absolute results folder and the asgd executable's path.
+void check_inputs(const Suite& s, const std::string& results_dir, const SubmitOptions& opt, std::string& root,
+                  std::string& self) {
   check_script_value("--results", results_dir);
-  const std::string root = fs::absolute(suite_paths(s, results_dir).root).string();
+  root = fs::absolute(suite_paths(s, results_dir).root).string();
   check_script_value("--results", root);  // the absolute form adds the working folder
   if (root.find('\\') != std::string::npos)
     throw Error(fmt::format("--results: '{}' holds a backslash, which turns off Slurm's %-patterns in the log "
                             "file names (#SBATCH --output); choose a folder without one",
                             root));
-  const std::string self = fs::absolute(opt.self).string();
+  self = fs::absolute(opt.self).string();
   check_script_value("the asgd executable's path", self);
   check_script_value(fmt::format("{}: suite name", s.path), s.name);
   check_script_value(fmt::format("{}: resources time_limit", s.path), s.resources.time_limit);
   check_script_value(fmt::format("{}: micro filter", s.path), s.bench_filter);
-  const Site site = load_site(opt.sites_dir, opt.site);
-  const SuitePaths p = suite_paths(s, results_dir);
-  const auto configs = write_configs(s, p);
-  fs::create_directories(p.slurm);
-  fs::create_directories(p.logs);
-  // #SBATCH --output: the folder taken literally (quoted, % doubled), then
-  // Slurm's own patterns (%x job name, %A array job, %a task, %j job id).
-  auto output = [&](const char* pattern) {
-    return sbatch_quote(sbatch_filename_literal(root + "/logs/") + pattern);
-  };
-  std::vector<std::string> job_ids;
-  int submitted = 0, shape_no = 0;
-  const std::string stamp = fmt::format("{}-{}", std::time(nullptr), getpid());
-  const auto groups = group_by_shape(s);
-  // Measurement integrity: a timing suite (real runs) is run at most
-  // `limit` tasks at a time; with 1, each array also waits for the one
-  // before it, so no two runs of the suite ever share the node.
-  const bool timing = s.mode == "real";
-  const int limit = !timing ? 0 : s.resources.max_parallel_tasks >= 0 ? s.resources.max_parallel_tasks
-                                                                       : site.max_parallel_tasks;
-  const bool exclusive = site.exclusive || s.resources.exclusive;
-  if (limit > 0)
-    fmt::print("site {}: the tasks of this timing suite run {} at a time{} (max_parallel_tasks {}, from {}; "
-               "resources: max_parallel_tasks: 0 lifts it)\n",
-               opt.site, limit, limit == 1 ? ", one array after another, so no two runs share a node" : "",
-               limit, s.resources.max_parallel_tasks >= 0 ? "the suite" : "the site file");
-  if (exclusive) fmt::print("every task asks for whole nodes (--exclusive)\n");
-  std::string previous_array;
-  for (const auto& group : groups) {
-    ++shape_no;
-    std::string list;
-    int n = 0;
-    const Run& first = *group.front();
-    for (const Run* r : group) {
-      const RunState st = run_state(*r, p);
-      if (st == RunState::done || st == RunState::diverged) continue;  // finished: never again
-      const auto idx = static_cast<std::size_t>(r - s.runs.data());
-      const std::string config = fs::absolute(configs[idx]).string();
-      check_script_value("a run's config path", config);  // one line each in the run list
-      list += config + "\n";
-      ++n;
-    }
-    if (n == 0) continue;
-    const std::string name = fmt::format("asgd-{}-{}", s.name, shape_no);
-    // One run list per submission: tasks of an earlier array still queued keep
-    // reading their own list (a re-submission lists fewer runs).
-    const std::string runs_file =
-        fs::absolute(fs::path(p.slurm) / fmt::format("{}.{}.runs", name, stamp)).string();
-    write_file_atomic(runs_file, list, false);
-    const int ranks = first.ranks;
-    const int gpus = first.config.virtual_learners ? 0
-                                                   : first.config.learners * s.resources.gpus_per_learner;
-    std::string script = fmt::format(
-        "#!/bin/bash\n"
-        "# asgd sweep submit: suite {suite}, shape {shape}, {n} runs (one array task each).\n"
-        "#SBATCH --job-name={name}\n"
-        "#SBATCH --array=0-{last}{throttle}\n"
-        "#SBATCH --ntasks={ranks}\n"
-        "#SBATCH --cpus-per-task={cpus}\n"
-        "#SBATCH --time={time}\n"
-        "#SBATCH --requeue\n"
-        "#SBATCH --output={output}\n",
-        fmt::arg("suite", s.name), fmt::arg("shape", first.shape), fmt::arg("n", n),
-        fmt::arg("name", sbatch_quote(name)), fmt::arg("last", n - 1),
-        fmt::arg("throttle", limit > 0 ? fmt::format("%{}", limit) : std::string()), fmt::arg("ranks", ranks),
-        fmt::arg("cpus", s.resources.cpus_per_rank), fmt::arg("time", sbatch_quote(s.resources.time_limit)),
-        fmt::arg("output", output("%x_%A_%a.out")));
-    if (gpus > 0) script += fmt::format("#SBATCH --gpus={}\n", gpus);
-    if (exclusive) script += "#SBATCH --exclusive\n";
-    script += header(site);
-    // no -e: a failed run must still leave its .failed marker
-    script += "set -uo pipefail\n" + modules(site);
-    script += fmt::format(
-        "config=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {runs})\n"
-        "run_id=$(basename \"$config\" .json)\n"
-        "export OPENBLAS_NUM_THREADS={cpus}\n",
-        fmt::arg("runs", shell_quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
-    if (gpus > 0)
-      script += "# one GPU per learner: asgd --device cuda gives each learner the GPU of its index\n"
-                "# among the learners on its node (ASGD_GPU_DEVICE=k forces device k)\n";
-    if (s.mode == "micro") {
-      std::string cmd;
-      for (const auto& a : micro_command(s, self, fs::absolute(micro_output(first, p)).string()))
-        cmd += shell_quote(a) + " ";
-      script += fmt::format("srun -n 1 {}\n", cmd);
-      const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
-      write_file_atomic(path, script, true);
-      submitted += n;
-      if (opt.dry_run) {
-        fmt::print("would submit: sbatch --parsable {}   (the micro-benchmarks)\n", path);
-      } else {
-        job_ids.push_back(capture("sbatch --parsable " + shell_quote(path)));
-        fmt::print("submitted {} as job {} (the micro-benchmarks)\n", name, job_ids.back());
-      }
-      continue;
-    }
-    // A requeued task re-runs the same command: asgd train resumes from its
-    // checkpoint, and a finished run is skipped.
-    script += fmt::format(
-        "srun --mpi={mpi} -n {ranks} {self} train --config \"$config\" --progress-every 60\n"
-        "rc=$?\n"
-        "[[ $rc -eq 0 ]] || echo $rc > {logs}/\"$run_id\".failed\n"
-        "exit $rc\n",
-        fmt::arg("mpi", shell_quote(site.mpi)), fmt::arg("ranks", ranks), fmt::arg("self", shell_quote(self)),
-        fmt::arg("logs", shell_quote(root + "/logs")));
-    const std::string path = fs::absolute(fs::path(p.slurm) / (name + ".sbatch")).string();
-    write_file_atomic(path, script, true);
-    submitted += n;
-    if (opt.dry_run) {
-      fmt::print("would submit: sbatch --parsable {}   ({} runs, {} ranks each)\n", path, n, ranks);
-    } else {
-      // one timing array after another (limit 1): never two runs of the suite at once
-      const std::string after =
-          limit == 1 && !previous_array.empty() ? "--dependency=afterany:" + previous_array + " " : "";
-      const std::string id = capture("sbatch --parsable " + after + shell_quote(path));
-      job_ids.push_back(id);
-      fmt::print("submitted {} as job {} ({} array tasks, {} ranks each{})\n", name, id, n, ranks,
-                 after.empty() ? "" : ", after job " + previous_array);
-      previous_array = id;
-    }
+}
+
+// The run list of a group: the config path of each unfinished run, one a line.
+std::string run_list(const Submission& sub, const std::vector<const Run*>& group, int& n) {
+  std::string list;
+  n = 0;
+  for (const Run* r : group) {
+    const RunState st = run_state(*r, sub.p);
+    if (st == RunState::done || st == RunState::diverged) continue;  // finished: never again
+    const auto idx = static_cast<std::size_t>(r - sub.s.runs.data());
+    const std::string config = fs::absolute(sub.configs[idx]).string();
+    check_script_value("a run's config path", config);  // one line each in the run list
+    list += config + "\n";
+    ++n;
   }
-  if (submitted == 0) {
-    fmt::print("suite {}: every run has finished; nothing to submit\n", s.name);
-    return 0;
+  return list;
+}
+
+// The array script's head: the #SBATCH lines, the site's header and modules,
+// and the task's config from the run list.
+std::string array_head(const Submission& sub, const Run& first, const std::string& name, int n,
+                       const std::string& runs_file, int gpus) {
+  const Suite& s = sub.s;
+  std::string script = fmt::format(
+      "#!/bin/bash\n"
+      "# asgd sweep submit: suite {suite}, shape {shape}, {n} runs (one array task each).\n"
+      "#SBATCH --job-name={name}\n"
+      "#SBATCH --array=0-{last}{throttle}\n"
+      "#SBATCH --ntasks={ranks}\n"
+      "#SBATCH --cpus-per-task={cpus}\n"
+      "#SBATCH --time={time}\n"
+      "#SBATCH --requeue\n"
+      "#SBATCH --output={output}\n",
+      fmt::arg("suite", s.name), fmt::arg("shape", first.shape), fmt::arg("n", n),
+      fmt::arg("name", sbatch_quote(name)), fmt::arg("last", n - 1),
+      fmt::arg("throttle", sub.limit > 0 ? fmt::format("%{}", sub.limit) : std::string()),
+      fmt::arg("ranks", first.ranks), fmt::arg("cpus", s.resources.cpus_per_rank),
+      fmt::arg("time", sbatch_quote(s.resources.time_limit)), fmt::arg("output", sub.output("%x_%A_%a.out")));
+  if (gpus > 0) script += fmt::format("#SBATCH --gpus={}\n", gpus);
+  if (sub.exclusive) script += "#SBATCH --exclusive\n";
+  script += header(sub.site);
+  // no -e: a failed run must still leave its .failed marker
+  script += "set -uo pipefail\n" + modules(sub.site);
+  script += fmt::format(
+      "config=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {runs})\n"
+      "run_id=$(basename \"$config\" .json)\n"
+      "export OPENBLAS_NUM_THREADS={cpus}\n",
+      fmt::arg("runs", shell_quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
+  if (gpus > 0)
+    script += "# one GPU per learner: asgd --device cuda gives each learner the GPU of its index\n"
+              "# among the learners on its node (ASGD_GPU_DEVICE=k forces device k)\n";
+  return script;
+}
+
+// A micro suite's one task: the micro-benchmarks.
+void submit_micro(Submission& sub, const Run& first, const std::string& name, int n, std::string script) {
+  std::string cmd;
+  for (const auto& a : micro_command(sub.s, sub.self, fs::absolute(micro_output(first, sub.p)).string()))
+    cmd += shell_quote(a) + " ";
+  script += fmt::format("srun -n 1 {}\n", cmd);
+  const std::string path = fs::absolute(fs::path(sub.p.slurm) / (name + ".sbatch")).string();
+  write_file_atomic(path, script, true);
+  sub.submitted += n;
+  if (sub.opt.dry_run) {
+    fmt::print("would submit: sbatch --parsable {}   (the micro-benchmarks)\n", path);
+  } else {
+    sub.job_ids.push_back(capture("sbatch --parsable " + shell_quote(path)));
+    fmt::print("submitted {} as job {} (the micro-benchmarks)\n", name, sub.job_ids.back());
   }
-  // The report job: after every array, whatever their outcome.
+}
+
+// One array per resource shape (group): its run list, its script, sbatch.
+void submit_group(Submission& sub, const std::vector<const Run*>& group, int shape_no) {
+  int n = 0;
+  const std::string list = run_list(sub, group, n);
+  if (n == 0) return;
+  const Run& first = *group.front();
+  const std::string name = fmt::format("asgd-{}-{}", sub.s.name, shape_no);
+  // One run list per submission: tasks of an earlier array still queued keep
+  // reading their own list (a re-submission lists fewer runs).
+  const std::string runs_file =
+      fs::absolute(fs::path(sub.p.slurm) / fmt::format("{}.{}.runs", name, sub.stamp)).string();
+  write_file_atomic(runs_file, list, false);
+  const int ranks = first.ranks;
+  const int gpus = first.config.virtual_learners ? 0 : first.config.learners * sub.s.resources.gpus_per_learner;
+  std::string script = array_head(sub, first, name, n, runs_file, gpus);
+  if (sub.s.mode == "micro") return submit_micro(sub, first, name, n, std::move(script));
+  // A requeued task re-runs the same command: asgd train resumes from its
+  // checkpoint, and a finished run is skipped.
+  script += fmt::format(
+      "srun --mpi={mpi} -n {ranks} {self} train --config \"$config\" --progress-every 60\n"
+      "rc=$?\n"
+      "[[ $rc -eq 0 ]] || echo $rc > {logs}/\"$run_id\".failed\n"
+      "exit $rc\n",
+      fmt::arg("mpi", shell_quote(sub.site.mpi)), fmt::arg("ranks", ranks), fmt::arg("self", shell_quote(sub.self)),
+      fmt::arg("logs", shell_quote(sub.root + "/logs")));
+  const std::string path = fs::absolute(fs::path(sub.p.slurm) / (name + ".sbatch")).string();
+  write_file_atomic(path, script, true);
+  sub.submitted += n;
+  if (sub.opt.dry_run) {
+    fmt::print("would submit: sbatch --parsable {}   ({} runs, {} ranks each)\n", path, n, ranks);
+    return;
+  }
+  // one timing array after another (limit 1): never two runs of the suite at once
+  const std::string after =
+      sub.limit == 1 && !sub.previous_array.empty() ? "--dependency=afterany:" + sub.previous_array + " " : "";
+  const std::string id = capture("sbatch --parsable " + after + shell_quote(path));
+  sub.job_ids.push_back(id);
+  fmt::print("submitted {} as job {} ({} array tasks, {} ranks each{})\n", name, id, n, ranks,
+             after.empty() ? "" : ", after job " + sub.previous_array);
+  sub.previous_array = id;
+}
+
+// The report job: after every array, whatever their outcome.
+void submit_report(const Submission& sub) {
+  const Suite& s = sub.s;
   std::string report = fmt::format(
       "#!/bin/bash\n"
       "# asgd sweep submit: the report of suite {suite}, after its arrays.\n"
@@ -297,20 +312,53 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
       "#SBATCH --time=00:30:00\n"
       "#SBATCH --output={output}\n",
       fmt::arg("suite", s.name), fmt::arg("name", sbatch_quote("asgd-" + s.name + "-report")),
-      fmt::arg("output", output("%x_%j.out")));
-  report += header(site) + modules(site);
-  report += fmt::format("{} report {}\n", shell_quote(self), shell_quote(root));
-  const std::string rpath = fs::absolute(fs::path(p.slurm) / ("asgd-" + s.name + "-report.sbatch")).string();
+      fmt::arg("output", sub.output("%x_%j.out")));
+  report += header(sub.site) + modules(sub.site);
+  report += fmt::format("{} report {}\n", shell_quote(sub.self), shell_quote(sub.root));
+  const std::string rpath = fs::absolute(fs::path(sub.p.slurm) / ("asgd-" + s.name + "-report.sbatch")).string();
   write_file_atomic(rpath, report, true);
   std::string dep;
-  for (const auto& id : job_ids) dep += (dep.empty() ? "" : ":") + id;
-  if (opt.dry_run) {
+  for (const auto& id : sub.job_ids) dep += (dep.empty() ? "" : ":") + id;
+  if (sub.opt.dry_run) {
     fmt::print("would submit: sbatch --parsable --dependency=afterany:<array ids> {}\n", rpath);
   } else {
     const std::string id = capture(fmt::format("sbatch --parsable --dependency=afterany:{} {}", dep, shell_quote(rpath)));
     fmt::print("submitted the report as job {} (after {})\n", id, dep);
   }
-  return submitted;
+}
+
+}  // namespace
+
+int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& opt) {
+  std::string root, self;
+  check_inputs(s, results_dir, opt, root, self);
+  Submission sub{s, opt, load_site(opt.sites_dir, opt.site), suite_paths(s, results_dir), {}, root, self, "", 0, false,
+                 {}, "", 0};
+  sub.configs = write_configs(s, sub.p);
+  fs::create_directories(sub.p.slurm);
+  fs::create_directories(sub.p.logs);
+  sub.stamp = fmt::format("{}-{}", std::time(nullptr), getpid());
+  // Measurement integrity: a timing suite (real runs) is run at most
+  // `limit` tasks at a time; with 1, each array also waits for the one
+  // before it, so no two runs of the suite ever share the node.
+  const bool timing = s.mode == "real";
+  sub.limit = !timing ? 0 : s.resources.max_parallel_tasks >= 0 ? s.resources.max_parallel_tasks
+                                                                : sub.site.max_parallel_tasks;
+  sub.exclusive = sub.site.exclusive || s.resources.exclusive;
+  if (sub.limit > 0)
+    fmt::print("site {}: the tasks of this timing suite run {} at a time{} (max_parallel_tasks {}, from {}; "
+               "resources: max_parallel_tasks: 0 lifts it)\n",
+               opt.site, sub.limit, sub.limit == 1 ? ", one array after another, so no two runs share a node" : "",
+               sub.limit, s.resources.max_parallel_tasks >= 0 ? "the suite" : "the site file");
+  if (sub.exclusive) fmt::print("every task asks for whole nodes (--exclusive)\n");
+  int shape_no = 0;
+  for (const auto& group : group_by_shape(s)) submit_group(sub, group, ++shape_no);
+  if (sub.submitted == 0) {
+    fmt::print("suite {}: every run has finished; nothing to submit\n", s.name);
+    return 0;
+  }
+  submit_report(sub);
+  return sub.submitted;
 }
 
 }  // namespace asgd::sweep
