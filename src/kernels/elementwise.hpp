@@ -4,19 +4,15 @@
 // the softmax cross-entropy of one row, the ceil-mode pooling windows and the
 // LRN window, with the plain structs they read. No Kokkos and no library
 // headers: nvcc compiles this for the device, the host compiler for the CPU.
-// Every function is ASGD_HD: __host__ __device__ under nvcc, plain inline
-// otherwise. Each keeps the operation order of the kernels it replaced (the
-// results are compared bit for bit).
+// Every function is ASGD_HD (common/hd.hpp): __host__ __device__ under nvcc,
+// plain inline otherwise. Each keeps the operation order of the kernels it
+// replaced (the results are compared bit for bit).
 #include <cmath>
 #include <cstdint>
 
+#include "common/hash.hpp"
+#include "common/hd.hpp"
 #include "common/types.hpp"
-
-#if defined(__CUDACC__)
-#define ASGD_HD __host__ __device__
-#else
-#define ASGD_HD
-#endif
 
 namespace asgd::kernels {
 
@@ -55,19 +51,17 @@ ASGD_HD inline void sgd_step(real_t g, real_t& inc, real_t& w, real_t lr, real_t
 }
 
 // ---------------------------------------------------------------------------
-// Dropout: a counter-based uniform in [0, 1) from (seed, i), splitmix64 of
-// seed + i * golden gamma, so masks are reproducible and independent of the
-// order of evaluation (and the same on the CPU and the GPU).
+// Dropout: a counter-based uniform in [0, 1) from (seed, i), splitmix64
+// (common/hash.hpp) of seed + i * golden gamma, so masks are reproducible and
+// independent of the order of evaluation (and the same on the CPU and the GPU).
 // ---------------------------------------------------------------------------
-ASGD_HD inline std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+// Element i of the counter-based stream `seed` (also the layers' init seeds).
+ASGD_HD constexpr std::uint64_t counter_hash(std::uint64_t seed, std::uint64_t i) {
+  return asgd::splitmix64(seed + i * 0x9E3779B97F4A7C15ull);
 }
 
 ASGD_HD inline real_t hash_uniform(std::uint64_t seed, std::uint64_t i) {
-  const std::uint64_t z = splitmix64(seed + i * 0x9E3779B97F4A7C15ull);
+  const std::uint64_t z = counter_hash(seed, i);
   return static_cast<real_t>(static_cast<double>(z >> 40) * (1.0 / 16777216.0));
 }
 
