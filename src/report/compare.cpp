@@ -142,8 +142,6 @@ std::vector<RunInfo> load_readable(const Input& in) {
   return ok;
 }
 
-std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // "CPU model (BLAS kernel K)" of each side; refuses (asgd::Error) when the
 // sides differ, unless opt.across_machines (then says so). Unknown machines
 // (files, or benchmark outputs, without a record) are not held against a side.
@@ -426,27 +424,6 @@ int compare(const std::string& baseline, const std::string& candidate, const Com
   print_table(v);
   std::fflush(stdout);
   return v.regressions > 0 ? 1 : 0;
-}
-
-int validate(const std::vector<std::string>& files) {
-  int invalid = 0;
-  for (const auto& f : files) {
-    std::string problem;
-    try {
-      const io::RunResult r = io::read_results(f);
-      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, r.status, r.summary.updates).c_str());
-      continue;
-    } catch (const Error& e) {
-      problem = e.what();
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    ++invalid;
-    if (problem.rfind(f + ": ", 0) == 0) problem.erase(0, f.size() + 2);  // the reader already names the file
-    std::printf("%s\n", fmt::format("{}: {}", f, problem).c_str());
-  }
-  std::fflush(stdout);
-  return invalid;
 }
 
 }  // namespace asgd::report

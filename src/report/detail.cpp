@@ -31,6 +31,8 @@ std::string short_hash(const std::string& text) {
   return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
 }
 
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
 std::string field_text(const json& config, const char* name) {
   if (!config.is_object()) return "";
   const auto it = config.find(name);

@@ -57,6 +57,9 @@ std::string short_hash(const std::string& text);
 // Text of a config field for tables: strings bare, numbers as JSON; "" if absent.
 std::string field_text(const json& config, const char* name);
 
+// A config value as text: strings bare, anything else as JSON.
+std::string value_text(const json& v);
+
 RunInfo load_run(const std::string& path);
 
 // Measurement integrity (integrity.cpp). The machine and interval of one

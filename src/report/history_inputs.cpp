@@ -221,8 +221,6 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
   return true;
 }
 
-std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // Figures of results files: per suite, a configuration is named by the config
 // fields (shared by every run of the suite, minus seeds and bookkeeping) whose
 // values differ between its runs, so that a field added by a newer build does

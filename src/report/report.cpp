@@ -413,4 +413,25 @@ int write_report(const ReportOptions& opt) {
   return static_cast<int>(runs.size());
 }
 
+int validate(const std::vector<std::string>& files) {
+  int invalid = 0;
+  for (const auto& f : files) {
+    std::string problem;
+    try {
+      const io::RunResult r = io::read_results(f);
+      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, r.status, r.summary.updates).c_str());
+      continue;
+    } catch (const Error& e) {
+      problem = e.what();
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    ++invalid;
+    if (problem.rfind(f + ": ", 0) == 0) problem.erase(0, f.size() + 2);  // the reader already names the file
+    std::printf("%s\n", fmt::format("{}: {}", f, problem).c_str());
+  }
+  std::fflush(stdout);
+  return invalid;
+}
+
 }  // namespace asgd::report
