@@ -250,17 +250,32 @@ std::string cut(const std::string& v) {
 
 }  // namespace
 
-std::vector<std::string> result_problems(const RunResult& r) {
-  std::vector<std::string> p;
+namespace {
+
+using Problems = std::vector<std::string>;
+
+bool time_ok(double v) { return std::isfinite(v) && v >= 0; }
+bool fraction_ok(double v) { return std::isnan(v) || (v >= 0 && v <= 1); }
+std::string fmt_d(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return std::string(buf);
+}
+
+// The first bad row of a column: "<table>/<column> row i: <value(i)>".
+template <class Bad, class Text>
+void first_bad_row(Problems& p, const char* table, std::size_t n, const char* column, Bad bad, Text value) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (bad(i)) {
+      p.push_back(std::string(table) + "/" + column + " row " + std::to_string(i) + ": " + value(i));
+      return;
+    }
+}
+
+// Status, mode, run id, the JSON attributes and the training interval.
+void header_problems(const RunResult& r, Problems& p) {
   auto need = [&](bool ok, const std::string& msg) {
     if (!ok) p.push_back(msg);
-  };
-  auto time_ok = [](double v) { return std::isfinite(v) && v >= 0; };
-  auto fraction_ok = [](double v) { return std::isnan(v) || (v >= 0 && v <= 1); };
-  auto fmt_d = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return std::string(buf);
   };
   need(r.status == "completed" || r.status == "diverged" || r.status == "failed",
        "status \"" + cut(r.status) + "\" is not completed, diverged or failed");
@@ -278,13 +293,12 @@ std::vector<std::string> result_problems(const RunResult& r) {
             (time_ok(r.train_started) && time_ok(r.train_finished) && r.train_started <= r.train_finished)),
        "train_started " + fmt_d(r.train_started) + " / train_finished " + fmt_d(r.train_finished) +
            " is not an interval of Unix times");
-  // Series: the first bad row of each column is enough.
+}
+
+// Series: the first bad row of each column is enough.
+void series_problems(const RunResult& r, Problems& p) {
   auto rows = [&](const char* table, std::size_t n, const char* column, auto bad, auto value) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (bad(i)) {
-        p.push_back(std::string(table) + "/" + column + " row " + std::to_string(i) + ": " + value(i));
-        return;
-      }
+    first_bad_row(p, table, n, column, bad, value);
   };
   const auto& u = r.updates;
   rows("/updates", u.size(), "clock", [&](std::size_t i) { return u[i].clock < 0 || (i > 0 && u[i].clock < u[i - 1].clock); },
@@ -325,6 +339,17 @@ std::vector<std::string> result_problems(const RunResult& r) {
        [&](std::size_t) { return std::string("a count is negative"); });
   rows("/learners", l.size(), "pushed", [&](std::size_t i) { return l[i].pushed < -1; },
        [&](std::size_t i) { return std::to_string(l[i].pushed) + " is neither a count nor -1 (not recorded)"; });
+}
+
+// The transport, the summary and the configured run's end.
+void summary_problems(const RunResult& r, Problems& p) {
+  auto need = [&](bool ok, const std::string& msg) {
+    if (!ok) p.push_back(msg);
+  };
+  auto rows = [&](const char* table, std::size_t n, const char* column, auto bad, auto value) {
+    first_bad_row(p, table, n, column, bad, value);
+  };
+  const auto& e = r.evals;
   need(r.transport.empty() || r.transport == "shared-memory" || r.transport == "messages" ||
            r.transport == "none",
        "transport \"" + cut(r.transport) + "\" is not shared-memory, messages or none");
@@ -352,6 +377,15 @@ std::vector<std::string> result_problems(const RunResult& r) {
     need(s.updates <= end.max_steps, "/summary updates " + std::to_string(s.updates) +
                                          " is beyond the configured max_steps " +
                                          std::to_string(end.max_steps));
+}
+
+}  // namespace
+
+std::vector<std::string> result_problems(const RunResult& r) {
+  std::vector<std::string> p;
+  header_problems(r, p);
+  series_problems(r, p);
+  summary_problems(r, p);
   return p;
 }
 
