@@ -57,15 +57,25 @@ void check_ranks(Problems& p, const char* what, int n) {
   need(p, n <= kMaxRanks, fmt::format("{} {} is more than {}", what, n, kMaxRanks));
 }
 
-// Every registered type's own checks, chosen or not (a hardsync config with
-// softsync n 3 of 2 learners is refused as before).
+// A registered name (or a problem listing the known ones), and the chosen
+// type's own checks.
 template <class T>
 void registered(Problems& p, const char* what, const std::string& name,
                 const std::vector<protocol::Entry<T>>& entries, const C& c) {
   std::vector<std::string> names;
   for (const auto& e : entries) names.emplace_back(e.name);
   one_of(p, what, name, names);
-  for (const auto& e : entries) e.check(c, p);
+  for (const auto& e : entries)
+    if (name == e.name) e.check(c, p);
+}
+
+// The checks of protocol `name` when another one is chosen: its option must
+// still be in range (a hardsync config with softsync n 3 of 2 learners is
+// refused, as before the registry).
+void unless_chosen(const char* name, const C& c, Problems& p) {
+  if (c.protocol == name) return;
+  for (const auto& e : protocol::protocols())
+    if (std::string(name) == e.name) e.check(c, p);
 }
 
 }  // namespace
@@ -100,8 +110,11 @@ const std::vector<Field<D>>& dataset_fields() {
   return table;
 }
 
-const std::vector<Field<C>>& fields() {
-  static const std::vector<Field<C>> table = {
+namespace {
+
+// The model, the data and the update rule.
+std::vector<Field<C>> model_fields() {
+  return {
       {.key = "model", .member = &C::model,
        .option = {"--model", "Model from the zoo: mlp, lenet, cifar10-18pct, alexnet"}, .suite = {.token = ""},
        .check = [](const C& c, Problems& p) { one_of(p, "model", c.model, nn::model_names()); }},
@@ -140,6 +153,12 @@ const std::vector<Field<C>>& fields() {
        .check = [](const C& c, Problems& p) {
          need(p, c.lr_gamma > 0 && finite(c.lr_gamma), fmt::format("lr gamma {} must be > 0", c.lr_gamma));
        }},
+  };
+}
+
+// How long it trains, when it evaluates and checkpoints, what counts as done.
+std::vector<Field<C>> schedule_fields() {
+  return {
       {.key = "epochs", .member = &C::epochs, .option = {"--epochs", "Training epochs (fractions allowed)"},
        .check = [](const C& c, Problems& p) {
          if (!finite(c.epochs))
@@ -188,6 +207,12 @@ const std::vector<Field<C>>& fields() {
          need(p, c.diverge_loss > 0 && finite(c.diverge_loss),
               fmt::format("diverge loss {} must be > 0 and finite", c.diverge_loss));
        }},
+  };
+}
+
+// Where it computes and where its files go.
+std::vector<Field<C>> placement_fields() {
+  return {
       {.key = "threads", .member = &C::threads, .option = {"--threads", "BLAS threads per rank"},
        .check = [](const C& c, Problems& p) {
          need(p, c.threads >= 1 && c.threads <= kMaxThreads,
@@ -223,6 +248,12 @@ const std::vector<Field<C>>& fields() {
            if (auto why = name_problem("run id", c.run_id, kMaxRunId); !why.empty()) p.push_back(why);
        },
        .hashed = false},
+  };
+}
+
+// Learners, servers, the protocol, its options and the warm start.
+std::vector<Field<C>> parallel_fields() {
+  return {
       {.key = "learners", .member = &C::learners, .option = {"--learners", "Learner ranks (lambda)"},
        .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "L"},
        .check = [](const C& c, Problems& p) { check_ranks(p, "learners", c.learners); }},
@@ -232,9 +263,11 @@ const std::vector<Field<C>>& fields() {
        .suite = {.token = ""},
        .check = [](const C& c, Problems& p) { registered(p, "protocol", c.protocol, protocol::protocols(), c); }},
       {.key = "softsync_n", .member = &C::softsync_n, .option = {"--n", "n of n-softsync (1..learners)"},
-       .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "n"}},
+       .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "n"},
+       .check = [](const C& c, Problems& p) { unless_chosen("softsync", c, p); }},
       {.key = "n_sync", .member = &C::n_sync, .option = {"--n-sync", "Local steps between pushes for nsync"},
-       .suite = {.token = "nsync"}},
+       .suite = {.token = "nsync"},
+       .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }},
       {.key = "lr_policy", .member = &C::lr_policy, .option = {"--lr-policy", "constant, staleness or mean-staleness"},
        .suite = {.token = ""},
        .check = [](const C& c, Problems& p) {
@@ -254,6 +287,12 @@ const std::vector<Field<C>>& fields() {
        .check = [](const C& c, Problems& p) {
          need(p, c.warm_steps >= 0, fmt::format("warm steps {} must be >= 0", c.warm_steps));
        }},
+  };
+}
+
+// Virtual learners and their timing model.
+std::vector<Field<C>> virtual_fields() {
+  return {
       {.key = "virtual", .member = &C::virtual_learners,
        .option = {"--virtual", "Virtual learners: all learners in this process on a virtual clock"},
        .suite = {.reserved = "use 'mode: virtual'"}},
@@ -286,6 +325,17 @@ const std::vector<Field<C>>& fields() {
               fmt::format("straggler factor {} must be >= 1 and finite", c.straggler_factor));
        }},
   };
+}
+
+}  // namespace
+
+const std::vector<Field<C>>& fields() {
+  static const std::vector<Field<C>> table = [] {
+    std::vector<Field<C>> all;
+    for (auto part : {model_fields, schedule_fields, placement_fields, parallel_fields, virtual_fields})
+      for (auto& f : part()) all.push_back(std::move(f));
+    return all;
+  }();
   return table;
 }
 
