@@ -43,9 +43,15 @@ struct TrainConfig {
   // Distributed training (MPI core, virtual learners).
   int learners = 1;
   int servers = 1;
-  std::string protocol = "hardsync";  // hardsync | softsync | nsync
+  std::string protocol = "hardsync";  // a registered protocol (src/protocol/registry.cpp)
   int softsync_n = 1;
   int n_sync = 1;
+  // Options of the protocols beyond the seeds; -1: the protocol's default
+  // (src/protocol: ssp 3, easgd tau 10 and alpha 0.9/L, dcasgd lambda 0.04).
+  int staleness = -1;                // ssp: clocks a learner may run ahead of the slowest
+  int tau = -1;                      // easgd: local steps between elastic exchanges
+  double alpha = -1;                 // easgd: elastic moving rate, in (0, 1)
+  double lambda_dc = -1;             // dcasgd: delay-compensation strength, >= 0
   std::string lr_policy = "constant";  // constant | staleness | mean-staleness
   // Warm start: initial weights from this checkpoint file (a 1-shard
   // checkpoint of the same model), or from warm_steps single-learner steps.

@@ -29,6 +29,7 @@ void write_updates(const Loc& parent, const std::vector<UpdateRecord>& rows) {
   write_column(loc, "train_loss", rows, &UpdateRecord::train_loss);
   write_column(loc, "train_error", rows, &UpdateRecord::train_error);
   write_column(loc, "samples", rows, &UpdateRecord::samples);
+  write_column(loc, "clock_spread", rows, &UpdateRecord::clock_spread);
 }
 
 std::vector<UpdateRecord> read_updates(const Loc& parent) {
@@ -43,6 +44,7 @@ std::vector<UpdateRecord> read_updates(const Loc& parent) {
   read_column(loc, "train_loss", rows, &UpdateRecord::train_loss, false);
   read_column(loc, "train_error", rows, &UpdateRecord::train_error, false);
   read_column(loc, "samples", rows, &UpdateRecord::samples, false);
+  if (has_link(loc, "clock_spread")) read_column(loc, "clock_spread", rows, &UpdateRecord::clock_spread, false);
   return rows;
 }
 

@@ -26,6 +26,9 @@ struct UpdateRecord {
   double train_loss = 0;      // mean minibatch loss of those gradients
   double train_error = 0;     // minibatch error fraction of those gradients
   std::int64_t samples = 0;   // samples in this update
+  // Pushes applied of the most advanced learner minus the slowest's, after
+  // this update (-1: not recorded, files before the column).
+  std::int64_t clock_spread = -1;
 };
 
 struct EvalRecord {
@@ -121,8 +124,8 @@ struct LearnerCursor {
 // exactly (written at an update, when no gradient is pending at the server):
 // the virtual time, the event queue and each learner's state. Per-learner
 // arrays have one entry per learner; weights and inc hold learners x
-// n_params floats, learner-major (weights: what each learner fetched; inc,
-// its local momentum: weight-delta protocols only, else empty).
+// n_params floats, learner-major (weights: what each learner holds; inc, its
+// local momentum, and centre, EASGD's: only where the protocol has them).
 struct VirtualState {
   double now = 0;
   std::uint64_t seq = 0;  // events scheduled so far (ties in the queue are broken by it)
@@ -135,6 +138,8 @@ struct VirtualState {
   std::vector<double> push_at;                 // when its pending push reached the server
   std::vector<std::uint64_t> timing_rng;       // the timing model's generator states
   std::vector<float> weights, inc;
+  std::vector<float> centre;                   // EASGD: the centre each learner last received
+  std::vector<std::int32_t> held;              // SSP: learners waiting for the slowest
   bool empty() const { return timestamp.empty(); }
 };
 

@@ -24,6 +24,8 @@ void check_state(const VirtualState& v, std::int64_t n_params) {
   const auto P = static_cast<std::size_t>(n_params);
   need(v.weights.size() == L * P, "learners' weights are not learners x n_params floats");
   need(v.inc.empty() || v.inc.size() == L * P, "local momentum is not learners x n_params floats");
+  need(v.centre.empty() || v.centre.size() == L * P, "centres are not learners x n_params floats");
+  for (auto l : v.held) need(l >= 0 && static_cast<std::size_t>(l) < L, "a held learner that is none");
 }
 
 }  // namespace
@@ -49,6 +51,8 @@ void write_virtual_state(const h5::Loc& root, const VirtualState& v, std::int64_
   h5::write_vector(loc, "timing_rng", v.timing_rng);
   h5::write_vector(loc, "weights", v.weights);
   h5::write_vector(loc, "inc", v.inc);
+  h5::write_vector(loc, "centre", v.centre);
+  h5::write_vector(loc, "held", v.held);
 }
 
 VirtualState read_virtual_state(const h5::Loc& root, std::int64_t n_params) {
@@ -72,6 +76,8 @@ VirtualState read_virtual_state(const h5::Loc& root, std::int64_t n_params) {
   v.timing_rng = h5::read_vector<std::uint64_t>(loc, "timing_rng");
   v.weights = h5::read_vector<float>(loc, "weights");
   v.inc = h5::read_vector<float>(loc, "inc");
+  v.centre = h5::read_vector<float>(loc, "centre");
+  v.held = h5::read_vector<std::int32_t>(loc, "held");
   check_state(v, n_params);
   return v;
 }

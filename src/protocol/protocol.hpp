@@ -12,9 +12,13 @@
 //   local_steps           minibatches a learner computes per exchange
 //   uses_servers          whether the run has server ranks at all (an allreduce
 //                         protocol has none)
-//   may_reply             whether a shard may answer a learner whose clock is
-//                         `learner_clock` while the slowest learner is at `slowest`
-//                         (a bounded-staleness protocol holds the fast one back)
+//   may_reply             whether a shard may answer a learner whose clock (its
+//                         pushes applied) is `learner_clock` while the slowest
+//                         learner's is `slowest` (SSP holds the fast one back)
+//   delay_compensation    DC-ASGD's lambda: the server adds lambda g*g*(w - w_sent)
+//                         to a gradient g of a learner it sent w_sent (0: none)
+//   elastic_alpha         EASGD's alpha: learners keep their own weights and push
+//                         alpha (x - centre); 0 for every other protocol
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,7 +27,11 @@
 
 namespace asgd::protocol {
 
-enum class Push { gradient, weights_delta };
+// What a learner pushes: its gradient; the change of its weights over
+// local_steps() minibatches (the server adds it); or EASGD's elastic
+// difference alpha (x - centre) (the server adds it, the learner subtracts it
+// and keeps its own weights).
+enum class Push { gradient, weights_delta, elastic };
 
 class Protocol {
  public:
@@ -35,6 +43,8 @@ class Protocol {
   virtual int local_steps() const { return 1; }
   virtual bool uses_servers() const { return true; }
   virtual bool may_reply(std::int64_t /*learner_clock*/, std::int64_t /*slowest*/) const { return true; }
+  virtual double delay_compensation() const { return 0; }
+  virtual double elastic_alpha() const { return 0; }
   // Its parameters for progress lines: "", " n=2 (c=4)", " n_sync=10".
   virtual std::string describe() const { return ""; }
 };

@@ -7,6 +7,10 @@ namespace asgd::protocol {
 Entry<Protocol> hardsync_entry();
 Entry<Protocol> softsync_entry();
 Entry<Protocol> nsync_entry();
+Entry<Protocol> allreduce_entry();
+Entry<Protocol> ssp_entry();
+Entry<Protocol> easgd_entry();
+Entry<Protocol> dcasgd_entry();
 
 Entry<RatePolicy> constant_entry();
 Entry<RatePolicy> staleness_entry();

@@ -24,14 +24,27 @@ LocalResult LocalSteps::run(engine::Engine& eng, data::Sampler& sampler, int l, 
     r.loss_sum += s.loss;
     r.wrong += s.wrong;
     r.samples += cfg_.batch;
-    if (!rule_.delta()) continue;
+    if (!rule_.local_sgd()) continue;
     const double epoch = static_cast<double>(st.epoch) + static_cast<double>(st.batch) / bpe;
     eng.sgd_update(static_cast<real_t>(scheduled_lr(cfg_, epoch)), static_cast<real_t>(cfg_.momentum),
                    static_cast<real_t>(cfg_.weight_decay));
   }
-  if (rule_.delta()) eng.delta_to_grads();  // push the accumulated change: local minus fetched
+  if (rule_.weights_delta()) eng.delta_to_grads();  // push the accumulated change: local minus fetched
   eng.synchronize();
   return r;
+}
+
+void LocalSteps::elastic(engine::Engine& eng, const real_t* centre) const {
+  eng.params_to_host();
+  real_t* x = eng.params();
+  real_t* d = eng.grads();
+  const auto alpha = static_cast<real_t>(rule_.elastic_alpha());
+  const index_t n = eng.n_params();
+  for (index_t i = 0; i < n; ++i) {
+    d[i] = alpha * (x[i] - centre[i]);
+    x[i] -= d[i];
+  }
+  eng.params_changed();
 }
 
 }  // namespace asgd::ps

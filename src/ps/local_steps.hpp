@@ -5,7 +5,8 @@
 // after each, with the engine's own momentum at the schedule's rate for the
 // learner's data epoch, and at the end the push payload params - fetched in
 // the gradient buffer (the engine kept the fetched weights: keep_fetched()).
-// Otherwise the gradient of the one minibatch is left in the gradient buffer.
+// EASGD also steps locally; its push is made by elastic(). Otherwise the
+// gradient of the one minibatch is left in the gradient buffer.
 // Ends synchronised.
 #include <cstdint>
 #include <vector>
@@ -31,6 +32,9 @@ class LocalSteps {
   // to the (zeroed) gradient buffer.
   engine::Loss gradient(engine::Engine& eng, data::Sampler& sampler, int l, std::int64_t& step);
   LocalResult run(engine::Engine& eng, data::Sampler& sampler, int l, std::int64_t& step);
+  // EASGD's exchange on the host buffers: d = alpha (x - centre), x -= d, and
+  // d into the gradient buffer (what is pushed).
+  void elastic(engine::Engine& eng, const real_t* centre) const;
 
  private:
   const TrainConfig& cfg_;

@@ -1,5 +1,6 @@
 #include "ps/mpi_learner.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -23,8 +24,10 @@ class Learner {
         replies_(static_cast<std::size_t>(S_)), heads_(static_cast<std::size_t>(S_)),
         bodies_(static_cast<std::size_t>(S_)), released_(static_cast<std::size_t>(S_), MPI_REQUEST_NULL) {
     for (int s = 0; s < S_; ++s) shards_.push_back(shard_of(eng.n_params(), s, S_));
-    // CUDA-aware MPI with messages: replies land in and pushes leave from device memory
-    eng_.set_direct(cuda_aware && !shm.on);
+    // CUDA-aware MPI with messages: replies land in and pushes leave from device
+    // memory (not EASGD's: its pushes are made on the host)
+    if (rule_.elastic_alpha() > 0) centre_.resize(static_cast<std::size_t>(eng.n_params()));
+    eng_.set_direct(cuda_aware && !shm.on && centre_.empty());
   }
 
   void run() {
@@ -50,6 +53,8 @@ class Learner {
     for (int s = 0; s < S_; ++s) r.push_back(isend(totals_, s, kHello, comm_.get()));
     polite_wait_all(S_, r.data(), Wait::event, "hello messages to reach the servers");
     const bool stop = finish_receives(nullptr, nullptr);
+    // EASGD: the learner's own weights start as the centre
+    if (!centre_.empty()) std::copy(centre_.begin(), centre_.end(), eng_.params());
     if (replies_[0].cursor_epoch > 0 || replies_[0].cursor_batch > 0)
       sampler_.restore({replies_[0].cursor_epoch, replies_[0].cursor_batch});
     return stop;
@@ -59,7 +64,7 @@ class Learner {
   void cycles() {
     for (bool stop = false; !stop;) {
       eng_.params_changed();  // the pulled weights (staged to the device where there is one)
-      if (rule_.delta()) eng_.keep_fetched();
+      if (rule_.weights_delta()) eng_.keep_fetched();
       PushHeader h;
       const auto t0 = Clock::now();
       const LocalResult lr = local_.run(eng_, sampler_, l_, step_);
@@ -71,7 +76,10 @@ class Learner {
       h.cursor_batch = st.batch;
       const double compute = seconds_since(t0);
       totals_.compute_s += compute;
-      eng_.grads_ready();
+      if (centre_.empty())
+        eng_.grads_ready();
+      else
+        local_.elastic(eng_, centre_.data());  // the exchange with the centre last received
       push(h, compute);
       stop = finish_receives(&totals_.wait_s, &totals_.pull_s);
     }
@@ -106,8 +114,11 @@ class Learner {
   // parameter buffer. Receives are posted BEFORE the matching push is sent,
   // so a server's reply never waits on this learner (no cycle with a server
   // 0 that is busy gathering shards for an evaluation).
+  // The weights pulled: the learner's own (EASGD: the centre, kept apart).
+  real_t* pulled() { return centre_.empty() ? eng_.params() : centre_.data(); }
+
   void post_receives() {
-    real_t* recv_base = eng_.transfer_params();
+    real_t* recv_base = centre_.empty() ? eng_.transfer_params() : centre_.data();
     for (int s = 0; s < S_; ++s) {
       heads_[s] = irecv(replies_[s], s, kReply, comm_.get());
       if (!shm_.on)
@@ -127,7 +138,7 @@ class Learner {
     double copy_s = 0;
     if (shm_.on) {
       const char pull_done = 0;
-      real_t* params = eng_.params();
+      real_t* params = pulled();
       for (int left = S_; left > 0; --left) {
         const int s = polite_wait_any(S_, heads_.data(), Wait::event, "a reply from a server shard");
         const auto c0 = Clock::now();
@@ -165,6 +176,7 @@ class Learner {
   std::vector<MPI_Request> heads_, bodies_, released_;
   PushHeader totals_;
   std::int64_t step_ = 0;
+  std::vector<real_t> centre_;  // EASGD: the centre received at the last exchange
 };
 
 }  // namespace

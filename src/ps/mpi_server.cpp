@@ -165,6 +165,7 @@ double Server::train_clock() const { return seconds_since(start_) - paused_s_ + 
 
 void Server::reply(int learner_rank, ReplyHeader h) {
   inject_delay();
+  core_.sent(learner_rank - S_);  // DC-ASGD: what this learner's next gradient is compensated against
   Kokkos::fence();
   if (shm_ != nullptr) {  // header only; the learner copies from our window
     MPI_Win_sync(shm_->weights);
@@ -205,11 +206,28 @@ void Server::on_push(int src) {
       train_clock(), h.shm ? &shared : nullptr);
   if (update) after_update();
   const ReplyHeader rh{core_.clock(), stopping_ ? 1 : 0, 0, 0};
-  if (!core_.rule().barrier()) {
-    reply(src, rh);
-  } else if (update) {
-    for (int p : core_.last_update_learners()) reply(p + S_, rh);
+  if (core_.rule().barrier()) {
+    if (update)
+      for (int p : core_.last_update_learners()) reply(p + S_, rh);
+    return;
   }
+  held_.push_back(l);
+  release_held(rh);
+}
+
+// SSP: a learner more than s clocks ahead of the slowest waits here for its
+// reply; every other protocol lets every learner through at once. At the end
+// every held learner is answered (stop).
+void Server::release_held(const ReplyHeader& rh) {
+  const std::int64_t slowest = core_.slowest();
+  std::vector<int> still;
+  for (int q : held_) {
+    if (stopping_ || core_.rule().may_reply(core_.applied(q), slowest))
+      reply(q + S_, rh);
+    else
+      still.push_back(q);
+  }
+  held_.swap(still);
 }
 
 // Waits until every learner that was sent a reply has copied the weights.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "ps/allreduce.hpp"
 #include "ps/mpi_learner.hpp"
 #include "ps/mpi_server.hpp"
 #include "ps/mpi_util.hpp"
@@ -20,36 +21,6 @@ namespace asgd::ps {
 
 namespace fs = std::filesystem;
 namespace {
-
-// The host name of every rank (rank 0 gets them all; others get an empty list).
-std::vector<std::string> rank_hosts(const Comm& comm) {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  mpi_check(MPI_Get_processor_name(name, &len), "Get_processor_name");
-  std::vector<char> all(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) * MPI_MAX_PROCESSOR_NAME : 1);
-  mpi_check(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                       MPI_CHAR, 0, comm.get()),
-            "Gather");
-  std::vector<std::string> hosts;
-  if (comm.rank() == 0)
-    for (int r = 0; r < comm.size(); ++r) {
-      const char* p = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
-      hosts.emplace_back(p, strnlen(p, MPI_MAX_PROCESSOR_NAME));
-    }
-  return hosts;
-}
-
-// Every rank stops when any failed; the lowest failing rank reports it, so a
-// problem every rank meets (a truncated data file) is printed once, not once
-// per rank.
-void stop_if_any_failed(const Comm& comm, const std::string& error, const char* elsewhere) {
-  const int mine = error.empty() ? comm.size() : comm.rank();
-  int first = 0;
-  mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
-  if (first == comm.size()) return;
-  if (first == comm.rank()) throw SetupFailed(error);
-  throw ReportedElsewhere(elsewhere);
-}
 
 // Every shard resumes from its checkpoint, or none does: a mix (one shard's
 // checkpoint lost) cannot be continued consistently. Collective.
@@ -133,6 +104,14 @@ void check_shape(const TrainConfig& cfg, const Comm& comm) {
     }
   }
   const int S = cfg.servers, L = cfg.learners;
+  if (!UpdateRule(cfg).uses_servers()) {
+    if (comm.size() != L)
+      throw CollectiveError(fmt::format(
+          "started with {} MPI ranks, but --learners {} with protocol {} (no servers) need exactly "
+          "{} (mpiexec -n {})",
+          comm.size(), L, cfg.protocol, L, L));
+    return;
+  }
   if (comm.size() != S + L)
     throw CollectiveError(fmt::format(
         "started with {} MPI ranks, but --servers {} + --learners {} need exactly {} (mpiexec -n {})",
@@ -175,7 +154,8 @@ int set_up(const Comm& comm, const TrainConfig& cfg, const TrainOptions& opt,
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
   Comm comm(parent);
   check_shape(cfg, comm);
-  const int S = cfg.servers, L = cfg.learners;
+  const bool no_servers = !UpdateRule(cfg).uses_servers();
+  const int S = no_servers ? 0 : cfg.servers, L = cfg.learners;
   const bool server = comm.rank() < S;
   const bool writer = comm.rank() == 0;
   set_rank_label(server ? fmt::format("rank {} (server {})", comm.rank(), comm.rank())
@@ -183,6 +163,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   // Server 0 gives up first, so that it can still write the failed result;
   // every other rank a little later (when every rank is stuck, all fire).
   set_stall_timeout(writer ? opt.stall_timeout_s : opt.stall_timeout_s * 1.2 + 1);
+  if (no_servers) return train_allreduce(cfg, comm, opt);
 
   // Set-up on every rank; any failure is reported by the rank that saw it and
   // every rank stops before training starts.

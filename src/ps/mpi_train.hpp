@@ -11,23 +11,10 @@
 #include <mpi.h>
 
 #include "config/config.hpp"
+#include "ps/mpi_util.hpp"
 #include "ps/trainer.hpp"
 
 namespace asgd::ps {
-
-// An error every rank detects identically (bad config, wrong rank count):
-// rank 0 reports it, every rank exits with the same code, no MPI_Abort.
-struct CollectiveError : Error {
-  using Error::Error;
-};
-// A set-up failure on this rank (it prints it); every rank stops cleanly.
-struct SetupFailed : Error {
-  using Error::Error;
-};
-// A rank-local failure that another rank has already reported.
-struct ReportedElsewhere : Error {
-  using Error::Error;
-};
 
 // Runs one distributed training run over comm (which must have exactly
 // cfg.servers + cfg.learners ranks). The returned outcome is meaningful on

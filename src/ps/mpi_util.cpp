@@ -195,4 +195,34 @@ bool mpi_cuda_aware() {
 #endif
 }
 
+// The host name of every rank (rank 0 gets them all; others get an empty list).
+std::vector<std::string> rank_hosts(const Comm& comm) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  mpi_check(MPI_Get_processor_name(name, &len), "Get_processor_name");
+  std::vector<char> all(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) * MPI_MAX_PROCESSOR_NAME : 1);
+  mpi_check(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                       MPI_CHAR, 0, comm.get()),
+            "Gather");
+  std::vector<std::string> hosts;
+  if (comm.rank() == 0)
+    for (int r = 0; r < comm.size(); ++r) {
+      const char* p = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+      hosts.emplace_back(p, strnlen(p, MPI_MAX_PROCESSOR_NAME));
+    }
+  return hosts;
+}
+
+// Every rank stops when any failed; the lowest failing rank reports it, so a
+// problem every rank meets (a truncated data file) is printed once, not once
+// per rank.
+void stop_if_any_failed(const Comm& comm, const std::string& error, const char* elsewhere) {
+  const int mine = error.empty() ? comm.size() : comm.rank();
+  int first = 0;
+  mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
+  if (first == comm.size()) return;
+  if (first == comm.rank()) throw SetupFailed(error);
+  throw ReportedElsewhere(elsewhere);
+}
+
 }  // namespace asgd::ps

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -85,5 +86,25 @@ std::string mpi_library_version();
 // MPIX_GPU_query_support, Open MPI's MPIX_Query_cuda_support);
 // ASGD_CUDA_AWARE=0 turns it off.
 bool mpi_cuda_aware();
+
+// An error every rank detects identically (bad config, wrong rank count):
+// rank 0 reports it, every rank exits with the same code, no MPI_Abort.
+struct CollectiveError : Error {
+  using Error::Error;
+};
+// A set-up failure on this rank (it prints it); every rank stops cleanly.
+struct SetupFailed : Error {
+  using Error::Error;
+};
+// A rank-local failure that another rank has already reported.
+struct ReportedElsewhere : Error {
+  using Error::Error;
+};
+
+// The host name of every rank (rank 0 gets them all; others get an empty list). Collective.
+std::vector<std::string> rank_hosts(const Comm& comm);
+// Every rank stops when any failed (error not empty); the lowest failing rank
+// throws SetupFailed(error), the others ReportedElsewhere(elsewhere). Collective.
+void stop_if_any_failed(const Comm& comm, const std::string& error, const char* elsewhere);
 
 }  // namespace asgd::ps

@@ -9,8 +9,12 @@ UpdateRule::UpdateRule(const TrainConfig& cfg)
   // asked once: the hooks are constant for a run
   c_ = protocol_->gradients_per_update();
   barrier_ = protocol_->barrier();
-  delta_ = protocol_->push() == protocol::Push::weights_delta;
+  push_ = protocol_->push();
+  delta_ = push_ != protocol::Push::gradient;
   local_steps_ = protocol_->local_steps();
+  servers_ = protocol_->uses_servers();
+  alpha_ = protocol_->elastic_alpha();
+  lambda_ = protocol_->delay_compensation();
 }
 
 UpdateRule::~UpdateRule() = default;

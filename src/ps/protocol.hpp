@@ -25,8 +25,21 @@ class UpdateRule {
   // c: hardsync lambda, softsync floor(lambda / n), nsync 1 (each delta applies alone).
   int gradients_per_update() const { return c_; }
   bool barrier() const { return barrier_; }
-  // Pushes are weight deltas over local_steps() minibatches (nsync).
+  // The server adds each push to its weights (nsync's weight deltas, EASGD's
+  // elastic differences) instead of applying it as a gradient.
   bool delta() const { return delta_; }
+  // Learners take local SGD steps with their own momentum (nsync, EASGD).
+  bool local_sgd() const { return delta_; }
+  // Pushes are the change of the weights: local minus fetched (nsync).
+  bool weights_delta() const { return push_ == protocol::Push::weights_delta; }
+  // EASGD's alpha (0: not elastic): learners keep their own weights.
+  double elastic_alpha() const { return alpha_; }
+  // DC-ASGD's lambda (0: no compensation).
+  double delay_compensation() const { return lambda_; }
+  bool uses_servers() const { return servers_; }
+  bool may_reply(std::int64_t learner_clock, std::int64_t slowest) const {
+    return protocol_->may_reply(learner_clock, slowest);
+  }
   int local_steps() const { return local_steps_; }
   // Per-gradient factor rate(tau)/alpha0: staleness -> 1/tau for tau > 0, else 1.
   double factor(std::int64_t tau) const { return policy_->factor(tau); }
@@ -40,7 +53,9 @@ class UpdateRule {
   std::unique_ptr<protocol::Protocol> protocol_;
   std::unique_ptr<protocol::RatePolicy> policy_;
   int c_ = 1, local_steps_ = 1;
-  bool barrier_ = false, delta_ = false;
+  bool barrier_ = false, delta_ = false, servers_ = true;
+  protocol::Push push_ = protocol::Push::gradient;
+  double alpha_ = 0, lambda_ = 0;
 };
 
 }  // namespace asgd::ps

@@ -3,6 +3,7 @@
 #include <KokkosBlas1_axpby.hpp>
 #include <KokkosBlas1_scal.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ps/trainer.hpp"
@@ -14,7 +15,9 @@ ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t 
   w_ = nn::View("asgd::server::w", len);
   inc_ = nn::View("asgd::server::inc", len);
   inbox_ = nn::View("asgd::server::inbox", len);
-  if (!rule_.delta() && rule_.gradients_per_update() > 1) acc_ = nn::View("asgd::server::acc", len);
+  if (!rule_.delta() && (rule_.gradients_per_update() > 1 || rule_.delay_compensation() > 0))
+    acc_ = nn::View("asgd::server::acc", len);
+  if (rule_.delay_compensation() > 0) sent_ = nn::View("asgd::server::sent", len * learners);
   cursors_.assign(learners, {0, 0});
   counts_.assign(learners, 0);
   samples_by_.assign(learners, 0);
@@ -32,8 +35,40 @@ void ShardCore::move_weights_to(real_t* memory) {
   w_ = moved;
 }
 
+void ShardCore::sent(int learner) {
+  if (sent_.data() == nullptr) return;
+  const auto at = static_cast<index_t>(learner) * len_;
+  Kokkos::deep_copy(Kokkos::subview(sent_, std::make_pair(at, at + len_)), w_);
+}
+
+std::int64_t ShardCore::slowest() const { return *std::min_element(counts_.begin(), counts_.end()); }
+
+// DC-ASGD: acc = g + lambda g*g*(w - w_sent), elementwise (Zheng et al. 2017,
+// eq. 10 with the constant lambda): the delayed gradient moved to the current
+// weights by the first-order term with the diagonal g*g for the Hessian.
+void ShardCore::compensate(int learner, const nn::View& in) {
+  const auto lambda = static_cast<real_t>(rule_.delay_compensation());
+  const nn::View w = w_, acc = acc_;
+  const nn::View bak = Kokkos::subview(
+      sent_, std::make_pair(static_cast<index_t>(learner) * len_, static_cast<index_t>(learner + 1) * len_));
+  Kokkos::parallel_for(
+      "asgd::server::dc_compensate", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
+        const real_t g = in(i);
+        acc(i) = g + lambda * g * g * (w(i) - bak(i));
+      });
+}
+
 bool ShardCore::accept(const Arrival& a, double now_s, const nn::View* payload) {
   const nn::View& in = payload != nullptr ? *payload : inbox_;
+  if (sent_.data() != nullptr) {  // DC-ASGD (c = 1): the compensated gradient is the payload
+    compensate(a.learner, in);
+    Kokkos::fence();
+    payload = &acc_;
+  }
+  return accept_payload(a, now_s, payload != nullptr ? *payload : inbox_);
+}
+
+bool ShardCore::accept_payload(const Arrival& a, double now_s, const nn::View& in) {
   const std::int64_t tau = std::max<std::int64_t>(0, clock_ - a.timestamp);
   pending_.push_back({a, tau});
   const auto f = static_cast<real_t>(rule_.factor(tau));
@@ -99,8 +134,9 @@ void ShardCore::apply_update(double now_s, const nn::View& payload) {
   mean_tau /= static_cast<double>(taus.size());
   const double mean_loss = samples > 0 ? loss / static_cast<double>(samples) : 0;
   const double err = samples > 0 ? static_cast<double>(wrong) / static_cast<double>(samples) : 0;
+  const std::int64_t spread = *std::max_element(counts_.begin(), counts_.end()) - slowest();
   series_.updates.push_back({clock_, now_s, static_cast<std::int32_t>(taus.size()), mean_tau, rate,
-                             mean_loss, err, samples});
+                             mean_loss, err, samples, spread});
   if (!std::isfinite(mean_loss) || mean_loss > cfg_.diverge_loss) diverged_ = true;
 }
 

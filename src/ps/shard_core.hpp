@@ -43,6 +43,12 @@ class ShardCore {
   void move_weights_to(real_t* memory);
   // Learners whose gradients made the last update (a barrier replies to them).
   const std::vector<int>& last_update_learners() const { return last_learners_; }
+  // The current weights go to `learner` (a reply): DC-ASGD keeps them as the
+  // weights that learner's next gradient is compensated against.
+  void sent(int learner);
+  // Pushes of `learner` applied, and of the slowest learner (SSP's clocks).
+  std::int64_t applied(int learner) const { return counts_[static_cast<std::size_t>(learner)]; }
+  std::int64_t slowest() const;
 
   std::int64_t clock() const { return clock_; }
   std::int64_t samples() const { return samples_; }
@@ -66,12 +72,15 @@ class ShardCore {
     Arrival a;
     std::int64_t tau;
   };
+  bool accept_payload(const Arrival& a, double now_s, const nn::View& in);
   void apply_update(double now_s, const nn::View& payload);
+  void compensate(int learner, const nn::View& in);
 
   const TrainConfig& cfg_;
   UpdateRule rule_;
   index_t len_, n_train_;
   nn::View w_, inc_, acc_, inbox_;
+  nn::View sent_;  // DC-ASGD: per learner, the weights last sent to it (learners x len)
   std::int64_t clock_ = 0, samples_ = 0;
   bool diverged_ = false;
   std::vector<Pending> pending_;

@@ -137,7 +137,7 @@ class Single {
     ++clock_;
     const double loss = s.loss / static_cast<double>(cfg_.batch);
     const double err = static_cast<double>(s.wrong) / static_cast<double>(cfg_.batch);
-    res_.updates.push_back({clock_, train_s_, 1, 0.0, lr, loss, err, cfg_.batch});
+    res_.updates.push_back({clock_, train_s_, 1, 0.0, lr, loss, err, cfg_.batch, 0});
     win_loss_ += loss;
     win_err_ += err;
     ++win_n_;

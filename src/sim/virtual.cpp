@@ -22,7 +22,8 @@ namespace {
 
 struct Learner {
   nn::View weights;           // the (stale) copy this learner computes on
-  nn::View inc;               // weight-delta pushes: its local momentum
+  nn::View inc;               // local SGD (nsync, EASGD): its local momentum
+  nn::View centre;            // EASGD: the centre received at its last exchange
   std::int64_t timestamp = 0;
   std::unique_ptr<data::Sampler> sampler;
   io::LearnerTiming timing;
@@ -55,7 +56,8 @@ class VirtualRun {
     for (int l = 0; l < L_; ++l) {
       Learner& ln = learners_[static_cast<std::size_t>(l)];
       ln.weights = nn::View(fmt::format("asgd::learner{}::w", l), P_);
-      if (rule_.delta()) ln.inc = nn::View(fmt::format("asgd::learner{}::inc", l), P_);
+      if (rule_.local_sgd()) ln.inc = nn::View(fmt::format("asgd::learner{}::inc", l), P_);
+      if (elastic()) ln.centre = nn::View(fmt::format("asgd::learner{}::centre", l), P_);
       ln.sampler = std::make_unique<data::Sampler>(data_.train.n, cfg_.seed, l, L_, cfg_.batch);
       ln.timing.learner = l;
     }
@@ -81,7 +83,11 @@ class VirtualRun {
       eng_.params_to_host();
       Kokkos::deep_copy(core_.weights(), host_view(eng_.params()));
       now_ = warm_s_;
-      for (int l = 0; l < L_; ++l) start_cycle(l, warm_s_);
+      for (int l = 0; l < L_; ++l) {
+        // EASGD: a learner's own weights start as the centre
+        if (elastic()) Kokkos::deep_copy(learners_[static_cast<std::size_t>(l)].weights, core_.weights());
+        start_cycle(l, warm_s_);
+      }
     }
     res_.summary.warm_up_s = warm_s_;
     if (!s_.opt().quiet) {
@@ -113,7 +119,8 @@ class VirtualRun {
         if (s_.evals().due(core_.epoch())) evaluate_now();
       }
       if (!rule_.barrier()) {
-        start_cycle(l, now_);
+        held_.push_back(l);
+        release_held();
       } else if (update) {
         for (int p : core_.last_update_learners()) {
           Learner& q = learners_[static_cast<std::size_t>(p)];
@@ -150,6 +157,24 @@ class VirtualRun {
 
  private:
   nn::View host_view(real_t* p) const { return nn::View(p, P_); }
+  bool elastic() const { return rule_.elastic_alpha() > 0; }
+
+  // SSP: a learner more than s clocks ahead of the slowest waits (held) for
+  // the slowest to push; every other protocol lets it start again at once.
+  void release_held() {
+    const std::int64_t slowest = core_.slowest();
+    std::vector<int> still;
+    for (int q : held_) {
+      if (!rule_.may_reply(core_.applied(q), slowest)) {
+        still.push_back(q);
+        continue;
+      }
+      Learner& ln = learners_[static_cast<std::size_t>(q)];
+      ln.timing.wait_s += now_ - ln.push_at;
+      start_cycle(q, now_);
+    }
+    held_.swap(still);
+  }
 
   TimingFigures fresh_start() {
     s_.start_weights(eng_);
@@ -198,7 +223,9 @@ class VirtualRun {
   // cycle: its push reaches the server after pull + compute + push.
   void start_cycle(int l, double now) {
     Learner& ln = learners_[static_cast<std::size_t>(l)];
-    Kokkos::deep_copy(ln.weights, core_.weights());
+    // EASGD keeps its own weights and receives the centre
+    Kokkos::deep_copy(elastic() ? ln.centre : ln.weights, core_.weights());
+    core_.sent(l);  // DC-ASGD: what its next gradient is compensated against
     ln.timestamp = core_.clock();
     // one draw per minibatch, as a real learner spends
     double c = 0;
@@ -215,13 +242,16 @@ class VirtualRun {
     Learner& ln = learners_[static_cast<std::size_t>(l)];
     Kokkos::deep_copy(host_view(eng_.params()), ln.weights);
     eng_.params_changed();
-    if (rule_.delta()) {  // the weights it fetched, and its own momentum
-      eng_.keep_fetched();
-      eng_.set_momentum(ln.inc.data());
-    }
+    if (rule_.weights_delta()) eng_.keep_fetched();  // the weights it fetched
+    if (rule_.local_sgd()) eng_.set_momentum(ln.inc.data());  // and its own momentum
     const ps::LocalResult r = local_.run(eng_, *ln.sampler, l, ln.steps);
-    if (rule_.delta()) eng_.get_momentum(ln.inc.data());
-    eng_.grads_ready();
+    if (rule_.local_sgd()) eng_.get_momentum(ln.inc.data());
+    if (elastic()) {  // the exchange with the centre it holds; it keeps its weights
+      local_.elastic(eng_, ln.centre.data());
+      Kokkos::deep_copy(ln.weights, host_view(eng_.params()));
+    } else {
+      eng_.grads_ready();
+    }
     const auto cur = ln.sampler->state();
     ln.push_at = now_;
     ln.timing.gradients += 1;
@@ -288,15 +318,18 @@ class VirtualRun {
       v.timing.push_back(ln.timing);
       v.push_at.push_back(ln.push_at);
       append(v.weights, ln.weights);
-      if (rule_.delta()) append(v.inc, ln.inc);
+      if (rule_.local_sgd()) append(v.inc, ln.inc);
+      if (elastic()) append(v.centre, ln.centre);
     }
     v.timing_rng = timing_->save();
+    v.held.assign(held_.begin(), held_.end());
     return v;
   }
 
   void restore(const io::Checkpoint& ck) {
     const io::VirtualState& v = ck.virtual_state;
-    if (static_cast<int>(v.timestamp.size()) != L_ || (rule_.delta() && v.inc.empty()))
+    if (static_cast<int>(v.timestamp.size()) != L_ || (rule_.local_sgd() && v.inc.empty()) ||
+        (elastic() && v.centre.empty()))
       throw Error(fmt::format("{}: the checkpoint's virtual state does not fit this run ({} learners)",
                               s_.paths().checkpoint, L_));
     core_.restore(ck);
@@ -317,9 +350,15 @@ class VirtualRun {
       ln.timing.learner = static_cast<std::int32_t>(l);
       ln.push_at = v.push_at[l];
       ps::from_host(slice(v.weights, l), ln.weights);
-      if (rule_.delta()) ps::from_host(slice(v.inc, l), ln.inc);
+      if (rule_.local_sgd()) ps::from_host(slice(v.inc, l), ln.inc);
+      if (elastic()) ps::from_host(slice(v.centre, l), ln.centre);
     }
     timing_->restore(v.timing_rng);
+    for (auto q : v.held) {
+      if (q < 0 || q >= L_) throw Error(fmt::format("{}: the checkpoint's held learners do not fit this run",
+                                                    s_.paths().checkpoint));
+      held_.push_back(q);
+    }
     res_.evals = ck.progress.evals;
   }
 
@@ -337,6 +376,7 @@ class VirtualRun {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   double now_ = 0, warm_s_ = 0;
+  std::vector<int> held_;  // SSP: learners waiting for the slowest
   io::RunResult& res_;
 };
 

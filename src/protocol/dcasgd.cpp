@@ -1,0 +1,48 @@
+// DC-ASGD (Zheng et al. 2017, the constant-lambda form): asynchronous, each
+// gradient its own update (c = 1); the server keeps, per learner, the weights
+// it last sent it (w_sent) and applies g + lambda g*g*(w - w_sent) in place of
+// the delayed gradient g (elementwise), the first-order Taylor compensation of
+// the delay with the diagonal g*g approximating the Hessian. lambda 0 is
+// plain asynchronous SGD.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "protocol/protocols.hpp"
+
+namespace asgd::protocol {
+namespace {
+
+constexpr double kDefaultLambda = 0.04;
+
+class Dcasgd final : public Protocol {
+ public:
+  explicit Dcasgd(const TrainConfig& cfg) : lambda_(cfg.lambda_dc < 0 ? kDefaultLambda : cfg.lambda_dc) {}
+  const char* name() const override { return "dcasgd"; }
+  int gradients_per_update() const override { return 1; }
+  double delay_compensation() const override { return lambda_; }
+  std::string describe() const override { return fmt::format(" lambda={:g}", lambda_); }
+
+ private:
+  double lambda_;
+};
+
+void check_dcasgd(const TrainConfig& c, std::vector<std::string>& problems) {
+  if (c.lambda_dc != -1 && !(c.lambda_dc >= 0 && std::isfinite(c.lambda_dc) && c.lambda_dc <= 1e6))
+    problems.push_back(fmt::format("--lambda-dc {} must be a number in [0, 1e6]", c.lambda_dc));
+}
+
+void dcasgd_options(const TrainConfig& c, std::vector<std::string>& set) {
+  if (c.lambda_dc != -1) set.emplace_back("--lambda-dc");
+}
+
+}  // namespace
+
+Entry<Protocol> dcasgd_entry() {
+  return {"dcasgd", "delay-compensated ASGD: the server adds lambda g*g*(w - w_sent) to each gradient",
+          check_dcasgd,
+          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Dcasgd>(cfg); },
+          dcasgd_options};
+}
+
+}  // namespace asgd::protocol

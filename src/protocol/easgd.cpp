@@ -1,0 +1,57 @@
+// Asynchronous EASGD (Zhang, Choromanska and LeCun 2015, Algorithm 1): each
+// learner keeps its own weights x and takes tau local SGD steps (with its own
+// momentum); then it computes d = alpha (x - c) against the centre c it
+// received at its last exchange, sets x -= d and pushes d; the server sets
+// c += d (each push its own update) and replies with the centre. The centre
+// is what is evaluated and checkpointed.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "protocol/protocols.hpp"
+
+namespace asgd::protocol {
+namespace {
+
+constexpr int kDefaultTau = 10;
+constexpr double kDefaultBeta = 0.9;  // the paper's beta = alpha * learners
+
+class Easgd final : public Protocol {
+ public:
+  explicit Easgd(const TrainConfig& cfg)
+      : tau_(cfg.tau < 0 ? kDefaultTau : cfg.tau),
+        alpha_(cfg.alpha < 0 ? kDefaultBeta / cfg.learners : cfg.alpha) {}
+  const char* name() const override { return "easgd"; }
+  int gradients_per_update() const override { return 1; }
+  Push push() const override { return Push::elastic; }
+  int local_steps() const override { return tau_; }
+  double elastic_alpha() const override { return alpha_; }
+  std::string describe() const override { return fmt::format(" tau={} alpha={:g}", tau_, alpha_); }
+
+ private:
+  int tau_;
+  double alpha_;
+};
+
+void check_easgd(const TrainConfig& c, std::vector<std::string>& problems) {
+  if (c.tau != -1 && (c.tau < 1 || c.tau > 1000000))
+    problems.push_back(fmt::format("--tau {} must be in 1..1000000", c.tau));
+  if (c.alpha != -1 && !(c.alpha > 0 && c.alpha < 1))
+    problems.push_back(fmt::format("--alpha {} must be in (0, 1)", c.alpha));
+}
+
+void easgd_options(const TrainConfig& c, std::vector<std::string>& set) {
+  if (c.tau != -1) set.emplace_back("--tau");
+  if (c.alpha != -1) set.emplace_back("--alpha");
+}
+
+}  // namespace
+
+Entry<Protocol> easgd_entry() {
+  return {"easgd", "asynchronous elastic averaging: tau local steps, then an elastic exchange with the centre",
+          check_easgd,
+          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Easgd>(cfg); },
+          easgd_options};
+}
+
+}  // namespace asgd::protocol
