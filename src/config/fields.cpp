@@ -78,6 +78,12 @@ void unless_chosen(const char* name, const C& c, Problems& p) {
     if (std::string(name) == e.name) e.check(c, p);
 }
 
+// An option of protocol `owner` is refused under another protocol.
+void owned_by(const char* owner, const char* flag, bool set, const C& c, Problems& p) {
+  if (set && c.protocol != owner)
+    p.push_back(fmt::format("{} is an option of protocol {}, not of {}", flag, owner, shorten(c.protocol)));
+}
+
 }  // namespace
 
 // A row names only what differs from Field's defaults (designated members);
@@ -259,7 +265,7 @@ std::vector<Field<C>> parallel_fields() {
        .check = [](const C& c, Problems& p) { check_ranks(p, "learners", c.learners); }},
       {.key = "servers", .member = &C::servers, .option = {"--servers", "Parameter-server shards"},
        .check = [](const C& c, Problems& p) { check_ranks(p, "servers", c.servers); }},
-      {.key = "protocol", .member = &C::protocol, .option = {"--protocol", "hardsync, softsync or nsync"},
+      {.key = "protocol", .member = &C::protocol, .option = {"--protocol", "hardsync, softsync, nsync, allreduce, ssp, easgd or dcasgd"},
        .suite = {.token = ""},
        .check = [](const C& c, Problems& p) { registered(p, "protocol", c.protocol, protocol::protocols(), c); }},
       {.key = "softsync_n", .member = &C::softsync_n, .option = {"--n", "n of n-softsync (1..learners)"},
@@ -268,6 +274,22 @@ std::vector<Field<C>> parallel_fields() {
       {.key = "n_sync", .member = &C::n_sync, .option = {"--n-sync", "Local steps between pushes for nsync"},
        .suite = {.token = "nsync"},
        .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }},
+      {.key = "staleness", .member = &C::staleness,
+       .option = {"--staleness", "ssp: clocks a learner may run ahead of the slowest (default 3)"},
+       .suite = {.check_alone = false, .token = "s"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness != -1, c, p); },
+       .only_if_changed = true},
+      {.key = "tau", .member = &C::tau,
+       .option = {"--tau", "easgd: local steps between elastic exchanges (default 10)"},
+       .suite = {.check_alone = false, .token = "tau"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--tau", c.tau != -1, c, p); },
+       .only_if_changed = true},
+      {.key = "alpha", .member = &C::alpha,
+       .option = {"--alpha", "easgd: elastic moving rate in (0, 1) (default 0.9 / learners)"},
+       .suite = {.check_alone = false, .token = "alpha"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--alpha", c.alpha != -1, c, p); },
+       .only_if_changed = true},
+      {.key = "lambda_dc", .member = &C::lambda_dc,
+       .option = {"--lambda-dc", "dcasgd: delay-compensation strength >= 0 (default 0.04)"},
+       .suite = {.check_alone = false, .token = "ldc"}, .check = [](const C& c, Problems& p) { owned_by("dcasgd", "--lambda-dc", c.lambda_dc != -1, c, p); },
+       .only_if_changed = true},
       {.key = "lr_policy", .member = &C::lr_policy, .option = {"--lr-policy", "constant, staleness or mean-staleness"},
        .suite = {.token = ""},
        .check = [](const C& c, Problems& p) {

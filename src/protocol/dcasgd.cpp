@@ -32,17 +32,12 @@ void check_dcasgd(const TrainConfig& c, std::vector<std::string>& problems) {
     problems.push_back(fmt::format("--lambda-dc {} must be a number in [0, 1e6]", c.lambda_dc));
 }
 
-void dcasgd_options(const TrainConfig& c, std::vector<std::string>& set) {
-  if (c.lambda_dc != -1) set.emplace_back("--lambda-dc");
-}
-
 }  // namespace
 
 Entry<Protocol> dcasgd_entry() {
   return {"dcasgd", "delay-compensated ASGD: the server adds lambda g*g*(w - w_sent) to each gradient",
           check_dcasgd,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Dcasgd>(cfg); },
-          dcasgd_options};
+          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Dcasgd>(cfg); }};
 }
 
 }  // namespace asgd::protocol

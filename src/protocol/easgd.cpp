@@ -40,18 +40,12 @@ void check_easgd(const TrainConfig& c, std::vector<std::string>& problems) {
     problems.push_back(fmt::format("--alpha {} must be in (0, 1)", c.alpha));
 }
 
-void easgd_options(const TrainConfig& c, std::vector<std::string>& set) {
-  if (c.tau != -1) set.emplace_back("--tau");
-  if (c.alpha != -1) set.emplace_back("--alpha");
-}
-
 }  // namespace
 
 Entry<Protocol> easgd_entry() {
   return {"easgd", "asynchronous elastic averaging: tau local steps, then an elastic exchange with the centre",
           check_easgd,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Easgd>(cfg); },
-          easgd_options};
+          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Easgd>(cfg); }};
 }
 
 }  // namespace asgd::protocol

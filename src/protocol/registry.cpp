@@ -56,14 +56,6 @@ std::vector<std::string> protocol_names() { return names(protocols()); }
 std::vector<std::string> rate_policy_names() { return names(rate_policies()); }
 
 void check(const TrainConfig& cfg, std::vector<std::string>& problems) {
-  for (const auto& e : protocols()) {  // another protocol's options are refused
-    if (e.own_options_set == nullptr || cfg.protocol == e.name) continue;
-    std::vector<std::string> set;
-    e.own_options_set(cfg, set);
-    for (const auto& flag : set)
-      problems.push_back(fmt::format("{} is an option of protocol {}, not of {}", flag, e.name,
-                                     shorten(cfg.protocol)));
-  }
   if (const auto* p = find(protocols(), cfg.protocol))
     p->check(cfg, problems);
   else

@@ -11,17 +11,16 @@
 namespace asgd::protocol {
 
 // A registered type: its name, one line for help texts and the README, the
-// checks of the options it reads (one message per problem, appended), its
-// factory (called after check() found no problem), and the options only it
-// reads that cfg sets (their flags appended; nullptr: none), so that another
-// protocol refuses them.
+// checks of the options it reads (one message per problem, appended), and its
+// factory (called after check() found no problem). An option only one
+// protocol reads is refused under the others by its configuration field
+// (config/fields.cpp).
 template <class T>
 struct Entry {
   const char* name;
   const char* summary;
   void (*check)(const TrainConfig&, std::vector<std::string>&);
   std::unique_ptr<T> (*make)(const TrainConfig&);
-  void (*own_options_set)(const TrainConfig&, std::vector<std::string>&) = nullptr;
 };
 
 const std::vector<Entry<Protocol>>& protocols();

@@ -31,17 +31,12 @@ void check_ssp(const TrainConfig& c, std::vector<std::string>& problems) {
     problems.push_back(fmt::format("--staleness {} must be in 0..1000000", c.staleness));
 }
 
-void ssp_options(const TrainConfig& c, std::vector<std::string>& set) {
-  if (c.staleness != -1) set.emplace_back("--staleness");
-}
-
 }  // namespace
 
 Entry<Protocol> ssp_entry() {
   return {"ssp", "stale synchronous parallel: async, a learner at most s clocks ahead of the slowest",
           check_ssp,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Ssp>(cfg); },
-          ssp_options};
+          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Ssp>(cfg); }};
 }
 
 }  // namespace asgd::protocol

@@ -222,12 +222,19 @@ void Server::release_held(const ReplyHeader& rh) {
   const std::int64_t slowest = core_.slowest();
   std::vector<int> still;
   for (int q : held_) {
-    if (stopping_ || core_.rule().may_reply(core_.applied(q), slowest))
+    if (core_.rule().may_reply(core_.applied(q), slowest))
       reply(q + S_, rh);
     else
       still.push_back(q);
   }
-  held_.swap(still);
+  core_.note_held(still);  // counted before the end lets them go
+  held_.clear();
+  for (int q : still) {
+    if (stopping_)
+      reply(q + S_, rh);
+    else
+      held_.push_back(q);
+  }
 }
 
 // Waits until every learner that was sent a reply has copied the weights.

@@ -41,6 +41,14 @@ void ShardCore::sent(int learner) {
   Kokkos::deep_copy(Kokkos::subview(sent_, std::make_pair(at, at + len_)), w_);
 }
 
+void ShardCore::note_held(const std::vector<int>& held) {
+  if (held.empty() || series_.updates.empty()) return;
+  std::vector<std::int64_t> clocks = counts_;
+  for (int l : held) clocks[static_cast<std::size_t>(l)] -= 1;
+  const auto [lo, hi] = std::minmax_element(clocks.begin(), clocks.end());
+  series_.updates.back().clock_spread = *hi - *lo;
+}
+
 std::int64_t ShardCore::slowest() const { return *std::min_element(counts_.begin(), counts_.end()); }
 
 // DC-ASGD: acc = g + lambda g*g*(w - w_sent), elementwise (Zheng et al. 2017,

@@ -49,6 +49,10 @@ class ShardCore {
   // Pushes of `learner` applied, and of the slowest learner (SSP's clocks).
   std::int64_t applied(int learner) const { return counts_[static_cast<std::size_t>(learner)]; }
   std::int64_t slowest() const;
+  // SSP: the learners now held back; a held learner has not advanced into the
+  // clock its last push completed, so the last update's clock spread counts it
+  // one clock lower (then the spread never exceeds s).
+  void note_held(const std::vector<int>& held);
 
   std::int64_t clock() const { return clock_; }
   std::int64_t samples() const { return samples_; }

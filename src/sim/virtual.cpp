@@ -115,7 +115,11 @@ class VirtualRun {
           s_.warn_diverged(core_.clock(), core_.series().updates.back().train_loss);
           return "diverged";
         }
-        if (core_.done()) return "completed";
+        if (core_.done()) {  // the clock spread of the last update, as if it went on
+          held_.push_back(l);
+          release_held(false);
+          return "completed";
+        }
         if (s_.evals().due(core_.epoch())) evaluate_now();
       }
       if (!rule_.barrier()) {
@@ -161,19 +165,20 @@ class VirtualRun {
 
   // SSP: a learner more than s clocks ahead of the slowest waits (held) for
   // the slowest to push; every other protocol lets it start again at once.
-  void release_held() {
+  void release_held(bool start = true) {
     const std::int64_t slowest = core_.slowest();
     std::vector<int> still;
     for (int q : held_) {
       if (!rule_.may_reply(core_.applied(q), slowest)) {
         still.push_back(q);
-        continue;
+      } else if (start) {
+        Learner& ln = learners_[static_cast<std::size_t>(q)];
+        ln.timing.wait_s += now_ - ln.push_at;
+        start_cycle(q, now_);
       }
-      Learner& ln = learners_[static_cast<std::size_t>(q)];
-      ln.timing.wait_s += now_ - ln.push_at;
-      start_cycle(q, now_);
     }
     held_.swap(still);
+    core_.note_held(held_);
   }
 
   TimingFigures fresh_start() {

@@ -534,6 +534,62 @@ def case_virtual_clock(tmp):
     print(f"warm start: warm_up_s {s['warm_up_s']}, first update at {upd[0]:.3f}s")
 
 
+def case_allreduce(tmp):
+    """allreduce (no servers): L = 2 bit-identical to hardsync's weights and
+    series, equal to one learner with batch 2*mu within float rounding; L = 3
+    equal to hardsync within float rounding; --servers and a wrong rank count
+    refused with one line."""
+    common = ["--model", "lenet", "--batch", "16", "--checkpoint-every", "5"]
+    run(2, *common, "--learners", "2", "--protocol", "allreduce", "--run-id", "ar", results=tmp)
+    run(3, *common, "--learners", "2", "--protocol", "hardsync", "--run-id", "hs", results=tmp)
+    single("--model", "lenet", "--batch", "32", "--run-id", "one", results=tmp)
+    a, h = result(tmp, "ar"), result(tmp, "hs")
+    check(a["transport"] == "allreduce", f"transport {a['transport']}")
+    for k in ("clock", "gradients", "mean_tau", "rate", "samples", "evals"):
+        check(np.array_equal(a[k], h[k]), f"allreduce {k} differs from hardsync")
+    check(np.array_equal(weights(tmp, "ar"), weights(tmp, "hs")), "allreduce weights differ from hardsync")
+    ulps = max_ulps(weights(tmp, "one"), weights(tmp, "ar"))
+    check(ulps <= EQUIVALENCE_ULPS, f"allreduce vs one learner: {ulps:g} ulps > {EQUIVALENCE_ULPS}")
+    print(f"allreduce L=2: bit-identical to hardsync; {ulps:g} ulps from one learner with batch 32")
+    run(3, "--model", "mlp", "--learners", "3", "--protocol", "allreduce", "--run-id", "ar3", results=tmp)
+    run(4, "--model", "mlp", "--learners", "3", "--protocol", "hardsync", "--run-id", "hs3", results=tmp)
+    ulps = max_ulps(weights(tmp, "hs3"), weights(tmp, "ar3"))
+    check(ulps <= EQUIVALENCE_ULPS, f"allreduce L=3 vs hardsync: {ulps:g} ulps")
+    print(f"allreduce L=3: {ulps:g} ulps from hardsync")
+    for n, extra, want in ((2, ["--servers", "2"], "allreduce has no server ranks"),
+                           (3, [], "need exactly 2")):
+        rc, _, err = run(n, "--model", "mlp", "--learners", "2", "--protocol", "allreduce", *extra,
+                         "--run-id", "bad", results=tmp, check_rc=False)
+        lines = err.strip().splitlines()
+        check(rc == EXIT_BAD_INPUT and len(lines) == 1 and want in lines[0], f"{extra}: exit {rc}, {err!r}")
+        print(f"refused {extra}: {lines[0]}")
+
+
+def case_protocols_beyond(tmp):
+    """ssp, easgd and dcasgd with 3 learners and 2 shards, shared memory and
+    messages, seeded random delays: complete; ssp's clock spread never above
+    s; per-learner counts add up; their options refused under another protocol."""
+    for shm in ("1", "0"):
+        for proto, extra in (("ssp", ["--staleness", "1"]), ("easgd", ["--tau", "3"]),
+                             ("dcasgd", ["--lambda-dc", "0.3"])):
+            rid = f"{proto}-{shm}"
+            run(5, "--model", "mlp", "--batch", "16", "--learners", "3", "--servers", "2", "--protocol", proto, *extra,
+                "--eval-every", "0.25", "--checkpoint-every", "4", "--run-id", rid, results=tmp,
+                extra_env={"ASGD_SHM": shm, "ASGD_INJECT_DELAY": "7:3:0.3"})
+            r = result(tmp, rid)
+            check(r["status"] == "completed", f"{rid}: {r['status']}")
+            check(r["l_grads"].sum() == len(r["clock"]), f"{rid}: learner counts != updates")
+            with h5py.File(os.path.join(tmp, "adhoc", "runs", rid + ".h5")) as f:
+                spread = f["updates/clock_spread"][:]
+            if proto == "ssp":
+                check(spread.max() <= 1, f"{rid}: clock spread {spread.max()} > 1")
+            print(f"{rid}: {len(r['clock'])} updates, max clock spread {spread.max()}, "
+                  f"final error {r['evals'][-1]:.3f}")
+    rc, _, err = run(3, "--model", "mlp", "--learners", "2", "--tau", "3", "--run-id", "bad",
+                     results=tmp, check_rc=False)
+    check(rc == EXIT_BAD_INPUT and "--tau is an option of protocol easgd" in err, f"exit {rc}: {err!r}")
+
+
 CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
 
 

@@ -51,6 +51,10 @@ def shapes():
                 yield L, S, "softsync", ["--n", str(n)], L // n
             for ns in (1, 3):
                 yield L, S, "nsync", ["--n-sync", str(ns)], 1
+            for st in (0, 1):
+                yield L, S, "ssp", ["--staleness", str(st)], 1
+            yield L, S, "easgd", ["--tau", "2"], 1
+            yield L, S, "dcasgd", ["--lambda-dc", "0.5"], 1
 
 
 def launch(args, cmd, env, timeout):
@@ -78,11 +82,17 @@ def check_run(path, L, S, c, mu, protocol):
         lg = f["learners/gradients"][:]
         ls = f["learners/samples"][:]
         hist = f["staleness/histogram"][:]
+        spread = f["updates/clock_spread"][:]
+        config = f.attrs["config"]
     n = len(clock)
+    if protocol == "ssp":
+        import json
+        s = json.loads(config.decode() if isinstance(config, bytes) else config)["staleness"]
+        check(spread.max() <= s, f"ssp: clock spread {spread.max()} > s = {s}")
     check(n > 0, "no updates")
     check((clock == np.arange(1, n + 1)).all(), "clock counts updates")
     check((grads == c).all(), f"every update has c={c} gradients: {sorted(set(grads))}")
-    if protocol != "nsync":
+    if protocol not in ("nsync", "easgd"):
         check((samples == c * mu).all(), f"samples per update == c*mu = {c * mu}")
     check(hist.sum() == n * c and lg.sum() == n * c, "histogram/learner counts == updates*c")
     check(ls.sum() == samples.sum(), "learner samples == update samples")
