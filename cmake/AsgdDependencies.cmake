@@ -5,8 +5,10 @@
 find_package(Kokkos REQUIRED)
 # Debian's Trilinos build of Kokkos 3.4 exports Kokkos::kokkos with a
 # non-existent include folder (/usr/lib/include) and without
-# /usr/include/trilinos; keep the folders that exist and add that one.
-if(TARGET Kokkos::kokkos)
+# /usr/include/trilinos; keep the folders that exist and add that one. Only
+# for Debian's (a Kokkos of its own, e.g. tools/setup.sh --kokkos-openmp's,
+# must not see Debian's headers).
+if(TARGET Kokkos::kokkos AND Kokkos_DIR MATCHES "^/usr/")
   get_target_property(_asgd_kokkos_inc Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
   if(_asgd_kokkos_inc)
     set(_asgd_keep)

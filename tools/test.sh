@@ -2,23 +2,28 @@
 # Installs what is needed; compiles the `cuda` preset (the native CUDA path, warnings as
 # errors; its GPU tests run where a GPU is, and show as skipped elsewhere); builds the
 # AddressSanitizer preset and runs the unit tests under it; builds the `fuzz` preset and runs
-# each fuzz target of the file readers for 60 s (tools/fuzz.sh); then builds the `ci` preset with
-# warnings as errors and runs every test (unit, MPI, virtual learners, command line, a real
-# one-node Slurm). This is what CI runs.
-#   tools/test.sh            all of it
-#   tools/test.sh --no-asan  skip the sanitizer build
-#   tools/test.sh --no-cuda  skip the cuda preset
-#   tools/test.sh --no-fuzz  skip the fuzz targets
+# each fuzz target of the file readers for 60 s (tools/fuzz.sh); builds Kokkos + KokkosKernels
+# with the OpenMP backend from Debian's trilinos source (once, into .deps/kokkos-openmp), the
+# `openmp` preset on it, and runs every unit, MPI and virtual-learner test with 2 threads per
+# rank and the kernel tests also with 1; then builds the `ci` preset with warnings as errors and
+# runs every test (unit, MPI, virtual learners, command line, a real one-node Slurm). This is
+# what CI runs.
+#   tools/test.sh              all of it
+#   tools/test.sh --no-asan    skip the sanitizer build
+#   tools/test.sh --no-cuda    skip the cuda preset
+#   tools/test.sh --no-fuzz    skip the fuzz targets
+#   tools/test.sh --no-openmp  skip the OpenMP backend (Kokkos build, openmp preset, its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-asan=1 cuda=1 fuzz=1
+asan=1 cuda=1 fuzz=1 openmp=1
 for arg in "$@"; do
   case "$arg" in
     --no-asan) asan=0 ;;
     --no-cuda) cuda=0 ;;
     --no-fuzz) fuzz=0 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-openmp) openmp=0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +52,19 @@ fi
 if (( fuzz )); then
   echo "== fuzz preset: every fuzz target of the file readers for 60 s (clang, libFuzzer, ASan + UBSan)"
   ASGD_BUILD_JOBS=$jobs tools/fuzz.sh 60
+fi
+if (( openmp )); then
+  echo "== openmp preset: Kokkos' OpenMP backend; unit, MPI, virtual-learner tests with 2 threads"
+  tools/setup.sh --kokkos-openmp   # about 8 min on 2 cores the first time, then reused
+  cmake --preset openmp
+  cmake --build --preset openmp -j "$jobs"
+  ctest --preset openmp -j "$jobs"   # OMP_NUM_THREADS=2 (CMakePresets.json)
+  for t in 1 2; do
+    echo "== openmp preset: kernel tests with OMP_NUM_THREADS=$t"
+    for k in test_kernels test_kernel_threads; do
+      OMP_NUM_THREADS=$t OMP_WAIT_POLICY=passive build/openmp/tests/$k --gtest_brief=1
+    done
+  done
 fi
 # The full suite runs last, so that its summary (every label, the count of tests
 # passed) is what the log ends with.

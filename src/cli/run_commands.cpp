@@ -24,10 +24,12 @@ namespace asgd::cli {
 namespace {
 
 // Kokkos lives exactly as long as this object (views must die before finalize).
+// threads: --threads (common/blas_env.hpp: threads_per_rank).
 struct KokkosScope {
-  KokkosScope() {
+  explicit KokkosScope(int threads = 1) {
     Kokkos::InitArguments args;
     args.disable_warnings = true;
+    args.num_threads = threads_per_rank(threads);
     Kokkos::initialize(args);
   }
   ~KokkosScope() { Kokkos::finalize(); }
@@ -60,7 +62,7 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
       fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), resolved_run_id(cfg));
     return 0;
   }
-  KokkosScope kokkos;
+  KokkosScope kokkos(cfg.threads);
   const auto out = cfg.virtual_learners ? sim::train_virtual(cfg, opt)
                    : distributed         ? ps::train_mpi(cfg, MPI_COMM_WORLD, opt)
                                          : ps::train_single(cfg, opt);
@@ -106,7 +108,7 @@ int cmd_models(const std::string& which, const std::string& dataset) {
 }
 
 int cmd_info(bool as_json, int threads) {
-  KokkosScope kokkos;
+  KokkosScope kokkos(threads);
   set_blas_threads(threads);
   const auto info = collect_run_info();
   std::string gpus;

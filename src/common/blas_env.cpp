@@ -1,5 +1,6 @@
 #include "common/blas_env.hpp"
 
+#include <Kokkos_Core.hpp>  // KOKKOS_ENABLE_OPENMP
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -54,8 +55,27 @@ void ensure_blas_core(int /*argc*/, char** argv) {
   // execv only returns on failure: carry on with the slow kernel.
 }
 
+int threads_per_rank(int requested) {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if (requested == 1) {
+    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+      char* end = nullptr;
+      const long t = std::strtol(env, &end, 10);
+      if (end != env && (*end == '\0' || *end == ',') && t >= 1 && t <= 1024)
+        return static_cast<int>(t);
+    }
+  }
+#endif
+  return requested;
+}
+
 void set_blas_threads(int threads) {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  (void)threads;
+  if (auto set = lookup<void (*)(int)>("openblas_set_num_threads")) set(1);
+#else
   if (auto set = lookup<void (*)(int)>("openblas_set_num_threads")) set(threads);
+#endif
 }
 
 std::string blas_info() {

@@ -13,7 +13,16 @@ namespace asgd {
 // Call first in main(), before MPI or Kokkos start. Returns only if no
 // re-exec was needed (or possible).
 void ensure_blas_core(int argc, char** argv);
-// Sets OpenBLAS's thread count when OpenBLAS is the BLAS (no-op otherwise).
+// Threads per rank for Kokkos and the BLAS together, from --threads: the
+// requested count; on a Kokkos whose host backend is OpenMP, --threads 1 (the
+// default) defers to OMP_NUM_THREADS when that is set (1..1024), so that
+// `OMP_NUM_THREADS=T asgd ...` and the Slurm scripts (which set it from the
+// suite's cpus_per_rank) use T threads. A Serial build always gets `requested`.
+int threads_per_rank(int requested);
+// Sets OpenBLAS's thread count when OpenBLAS is the BLAS (no-op otherwise):
+// on a Serial Kokkos to threads_per_rank(threads); on an OpenMP Kokkos to 1,
+// because there the kernels split each GEMM over Kokkos' threads themselves
+// (kernels/common.hpp: detail::gemm), one single-threaded BLAS call per thread.
 void set_blas_threads(int threads);
 // "OpenBLAS 0.3.21 ... (core SkylakeX)" or "system BLAS (not OpenBLAS)".
 std::string blas_info();

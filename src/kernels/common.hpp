@@ -13,7 +13,9 @@
 // them) and OVERWRITE activation gradients (dx).
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <cstring>
 #include <initializer_list>
 #include <fmt/format.h>
@@ -58,6 +60,92 @@ using IView1 = Kokkos::View<std::int32_t*, Kokkos::LayoutRight, typename Space::
 
 namespace detail {
 
+// True for a host execution space that runs several threads (Kokkos' OpenMP
+// backend). There the kernels split every GEMM themselves, over the rows of its
+// output (never over the summed dimension), one single-threaded BLAS call per
+// thread: so a GEMM's results do not depend on the thread count, and the BLAS's
+// own threads never compete with Kokkos' (asgd sets the BLAS to 1 thread on
+// such a build; common/blas_env.cpp). Serial and device spaces call KokkosBlas.
+template <class Space>
+inline constexpr bool parallel_host =
+#if defined(KOKKOS_ENABLE_OPENMP)
+    std::is_same_v<typename Space::execution_space, Kokkos::OpenMP>;
+#else
+    false;
+#endif
+
+}  // namespace detail
+
+}  // namespace asgd::kernels
+
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <cblas.h>
+#endif
+
+namespace asgd::kernels {
+
+namespace detail {
+
+#if defined(KOKKOS_ENABLE_OPENMP)
+// C[m, n] = alpha op(A) op(B) + beta C on row-major pointers: one BLAS call
+// (cblas; single-threaded on an OpenMP build).
+inline void blas_gemm(char ta, char tb, index_t m, index_t n, index_t k, real_t alpha,
+                      const real_t* a, index_t lda, const real_t* b, index_t ldb, real_t beta,
+                      real_t* c, index_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  cblas_sgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans,
+              tb == 'N' ? CblasNoTrans : CblasTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+// How many row blocks a parallel host GEMM is cut into: a constant, not the
+// thread count, because OpenBLAS's result for an element depends on the shape
+// of the call it is in (its small-matrix and edge kernels sum in other orders),
+// so the same cut for any thread count gives the same bits. 4 balances 1, 2 and
+// 4 threads.
+inline constexpr index_t kGemmBlocks = 4;
+
+// The same with the rows of C in kGemmBlocks blocks run by the threads of
+// Space; each block is one BLAS call with the whole inner dimension (no sum
+// is split).
+template <class Space>
+void host_gemm(char ta, char tb, index_t m, index_t n, index_t k, real_t alpha, const real_t* a,
+               index_t lda, const real_t* b, index_t ldb, real_t beta, real_t* c, index_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  // Below about 1 MFLOP a parallel dispatch costs more than it saves.
+  const index_t blocks =
+      2.0 * double(m) * double(n) * double(k) < 1e6 ? 1 : std::min<index_t>(kGemmBlocks, m);
+  if (blocks <= 1) {
+    blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  Kokkos::parallel_for(
+      "asgd::gemm[rows]", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, blocks),
+      [=](index_t t) {
+        const index_t r0 = m * t / blocks, r1 = m * (t + 1) / blocks;
+        blas_gemm(ta, tb, r1 - r0, n, k, alpha, ta == 'N' ? a + r0 * lda : a + r0, lda, b, ldb,
+                  beta, c + r0 * ldc, ldc);
+      });
+}
+#endif
+
+// KokkosBlas::gemm on Serial and device spaces (what ran before the OpenMP
+// backend: bit-identical there); host_gemm on a parallel host space.
+template <class Space>
+void gemm(const char* ta, const char* tb, real_t alpha, const View2<Space>& a,
+          const View2<Space>& b, real_t beta, const View2<Space>& c) {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if constexpr (parallel_host<Space>) {
+    const index_t k = ta[0] == 'N' ? a.extent(1) : a.extent(0);
+    host_gemm<Space>(ta[0], tb[0], c.extent(0), c.extent(1), k, alpha, a.data(), a.extent(1),
+                     b.data(), b.extent(1), beta, c.data(), c.extent(1));
+    return;
+  }
+#endif
+  KokkosBlas::gemm(ta, tb, alpha, a, b, beta, c);
+}
+
 inline void check_len(const char* what, const char* name, std::size_t have, index_t want) {
   if (static_cast<index_t>(have) < want)
     throw Error(fmt::format("{}: {} has {} elements, needs {}", what, name, have, want));
@@ -96,8 +184,8 @@ void add_bias(const View2<Space>& y, const View1<Space>& b) {
 template <class Space>
 void bias_grad(const View2<Space>& dy, const View1<Space>& ones, const View1<Space>& db) {
   const index_t rows = dy.extent(0), cols = dy.extent(1);
-  KokkosBlas::gemm("T", "N", real_t(1), dy, View2<Space>(ones.data(), rows, 1), real_t(1),
-                   View2<Space>(db.data(), cols, 1));
+  gemm<Space>("T", "N", real_t(1), dy, View2<Space>(ones.data(), rows, 1), real_t(1),
+              View2<Space>(db.data(), cols, 1));
 }
 
 }  // namespace detail

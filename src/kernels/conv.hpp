@@ -152,7 +152,7 @@ void conv_backward_end(const char* what, const Window& g, index_t f, const View1
   bias_grad<Space>(dy2, ones, db);
   if (dx.data() == nullptr) return;
   check_len(what, "dcol", dcol.extent(0), rows * k);
-  KokkosBlas::gemm("N", "T", real_t(1), dy2, as_matrix<Space>(wt, k, f), real_t(0),
+  gemm<Space>("N", "T", real_t(1), dy2, as_matrix<Space>(wt, k, f), real_t(0),
                    as_matrix<Space>(dcol, rows, k));
   col2im<Space>(g, dcol, dx);
 }
@@ -171,7 +171,7 @@ void conv2d_forward(const Window& g, index_t f, const View1<Space>& x, const Vie
   if (rows == 0 || f == 0) return;
   im2col<Space>(g, x, col);
   auto y2 = detail::as_matrix<Space>(y, rows, f);
-  KokkosBlas::gemm("N", "N", real_t(1), detail::as_matrix<Space>(col, rows, k),
+  detail::gemm<Space>("N", "N", real_t(1), detail::as_matrix<Space>(col, rows, k),
                    detail::as_matrix<Space>(wt, k, f), real_t(0), y2);
   detail::add_bias<Space>(y2, b);
 }
@@ -186,7 +186,7 @@ void conv2d_backward(const Window& g, index_t f, const View1<Space>& col, const 
   const index_t k = g.kh * g.kw * g.c, rows = g.n * g.oh * g.ow;
   detail::check_len(what, "col", col.extent(0), rows * k);
   if (detail::conv_backward_begin<Space>(what, g, f, wt, dy, dx, dwt, db, ones)) return;
-  KokkosBlas::gemm("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k),
+  detail::gemm<Space>("T", "N", real_t(1), detail::as_matrix<Space>(col, rows, k),
                    detail::as_matrix<Space>(dy, rows, f), real_t(1),
                    detail::as_matrix<Space>(dwt, k, f));
   detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);

@@ -74,6 +74,26 @@ void conv2d_forward_rows(const Window& g, index_t f, const View1<Space>& x, cons
   detail::check_len(what, "y", y.extent(0), g.n * pix * f);
   if (g.n * pix == 0 || f == 0) return;
   im2row<Space>(g, x, rows);
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if constexpr (detail::parallel_host<Space>) {
+    // One sample per iteration, its KH GEMMs in order, one BLAS thread each.
+    const Window q = g;
+    const index_t krow = g.kw * g.c;
+    const real_t* wp = wt.data();
+    const real_t* rp = rows.data();
+    real_t* yp = y.data();
+    Kokkos::parallel_for(
+        "asgd::conv2d_forward_rows[gemm]", Kokkos::RangePolicy<Space>(0, g.n), [=](index_t n) {
+          for (index_t i = 0; i < q.kh; ++i)
+            detail::blas_gemm(
+                'N', 'N', pix, f, krow, real_t(1),
+                rp + ((n * (q.h + 2 * q.pad) + i) * q.ow) * krow, krow, wp + i * krow * f, f,
+                real_t(i == 0 ? 0 : 1), yp + n * pix * f, f);
+        });
+    detail::add_bias<Space>(detail::as_matrix<Space>(y, g.n * pix, f), b);
+    return;
+  }
+#endif
   for (index_t n = 0; n < g.n; ++n) {
     const View2<Space> yn(y.data() + n * pix * f, pix, f);
     for (index_t i = 0; i < g.kh; ++i)
@@ -97,6 +117,32 @@ void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
   detail::check_len(what, "rows", rows.extent(0), im2row_len(g));
   if (detail::conv_backward_begin<Space>(what, g, f, wt, dy, dx, dwt, db, ones)) return;
   const index_t pix = g.oh * g.ow;
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if constexpr (detail::parallel_host<Space>) {
+    // dwt's rows (the KW*C of each kernel row) in kGemmBlocks blocks (the
+    // same cut for any thread count); each block sums over the samples in
+    // order, as the loop below.
+    const Window q = g;
+    const index_t krow = g.kw * g.c;
+    const index_t blocks = std::min<index_t>(detail::kGemmBlocks, krow);
+    const real_t* rp = rows.data();
+    const real_t* dyp = dy.data();
+    real_t* dwp = dwt.data();
+    Kokkos::parallel_for(
+        "asgd::conv2d_backward_rows[dwt]",
+        Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, blocks), [=](index_t t) {
+          const index_t j0 = krow * t / blocks, j1 = krow * (t + 1) / blocks;
+          for (index_t n = 0; n < q.n; ++n)
+            for (index_t i = 0; i < q.kh; ++i)
+              detail::blas_gemm(
+                  'T', 'N', j1 - j0, f, pix, real_t(1),
+                  rp + ((n * (q.h + 2 * q.pad) + i) * q.ow) * krow + j0, krow,
+                  dyp + n * pix * f, f, real_t(1), dwp + (i * krow + j0) * f, f);
+        });
+    detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);
+    return;
+  }
+#endif
   for (index_t n = 0; n < g.n; ++n) {
     const View2<Space> dyn(dy.data() + n * pix * f, pix, f);
     for (index_t i = 0; i < g.kh; ++i)

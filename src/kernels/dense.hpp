@@ -22,7 +22,7 @@ void dense_forward(index_t n, index_t k, index_t m, const View1<Space>& x, const
   if (k == 0) {
     Kokkos::deep_copy(y2, real_t(0));
   } else {
-    KokkosBlas::gemm("N", "T", real_t(1), detail::as_matrix<Space>(x, n, k),
+    detail::gemm<Space>("N", "T", real_t(1), detail::as_matrix<Space>(x, n, k),
                      detail::as_matrix<Space>(w, m, k), real_t(0), y2);
   }
   detail::add_bias<Space>(y2, b);
@@ -50,12 +50,12 @@ void dense_backward(index_t n, index_t k, index_t m, const View1<Space>& x, cons
   }
   auto dy2 = detail::as_matrix<Space>(dy, n, m);
   if (k > 0) {
-    KokkosBlas::gemm("T", "N", real_t(1), dy2, detail::as_matrix<Space>(x, n, k), real_t(1),
+    detail::gemm<Space>("T", "N", real_t(1), dy2, detail::as_matrix<Space>(x, n, k), real_t(1),
                      detail::as_matrix<Space>(dw, m, k));
   }
   detail::bias_grad<Space>(dy2, ones, db);
   if (dx.data() != nullptr && k > 0) {
-    KokkosBlas::gemm("N", "N", real_t(1), dy2, detail::as_matrix<Space>(w, m, k), real_t(0),
+    detail::gemm<Space>("N", "N", real_t(1), dy2, detail::as_matrix<Space>(w, m, k), real_t(0),
                      detail::as_matrix<Space>(dx, n, k));
   }
 }

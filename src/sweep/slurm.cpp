@@ -234,7 +234,10 @@ std::string array_head(const Submission& sub, const Run& first, const std::strin
   script += fmt::format(
       "config=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {runs})\n"
       "run_id=$(basename \"$config\" .json)\n"
-      "export OPENBLAS_NUM_THREADS={cpus}\n",
+      "export OPENBLAS_NUM_THREADS={cpus}\n"
+      "# cpus_per_rank threads per rank (Kokkos' OpenMP backend; asgd's --threads 1 defers to\n"
+      "# OMP_NUM_THREADS); srun of Slurm 22.05+ takes --cpus-per-task only from SRUN_CPUS_PER_TASK\n"
+      "export OMP_NUM_THREADS={cpus} OMP_PROC_BIND=close OMP_PLACES=cores SRUN_CPUS_PER_TASK={cpus}\n",
       fmt::arg("runs", shell_quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
   if (gpus > 0)
     script += "# one GPU per learner: asgd --device cuda gives each learner the GPU of its index\n"

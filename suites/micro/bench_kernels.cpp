@@ -9,11 +9,13 @@
 // of ten 1024^3 sgemms timed just before and just after the layer (robust to
 // this VM's drift in speed during the run).
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -92,7 +94,20 @@ std::unique_ptr<SgemmOperands>& sgemm_operands() {
 // forward+backward benchmarks time a few before and after the layer, so each
 // layer is also compared with the BLAS speed of the same moment (this VM's
 // speed drifts by 10% and more over a minute).
+// The sgemm reference runs on OpenBLAS's own threads (as many as --threads):
+// an OpenMP build keeps the BLAS at 1 thread otherwise (kernels split GEMMs).
+int g_threads = 1;
+struct ReferenceBlasThreads {
+  using Set = void (*)(int);
+  Set set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  ReferenceBlasThreads() {
+    if (set) set(g_threads);
+  }
+  ~ReferenceBlasThreads() { asgd::set_blas_threads(g_threads); }
+};
+
 double sgemm_gflops_now() {
+  ReferenceBlasThreads blas_threads;
   constexpr index_t n = 1024;
   auto& ops = sgemm_operands();
   if (!ops) {
@@ -174,6 +189,7 @@ void bm_sgemm(benchmark::State& state) {
     state.SkipWithError("sgemm reference gave a wrong result");
     return;
   }
+  ReferenceBlasThreads blas_threads;
   for (auto _ : state) {
     Kokkos::fence();
     const auto t0 = Clock::now();
@@ -183,6 +199,69 @@ void bm_sgemm(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One whole training step of a model at batch 64 (forward, loss, backward,
+// the SGD update), as GFLOP/s of the model's forward+backward FLOPs, paired
+// with sgemms timed just before and after, like the layers.
+void bm_step(benchmark::State& state, const std::string& model) {
+  Bench& b = get(model);
+  asgd::nn::Model& m = *b.model;
+  asgd::nn::IView labels("bench::labels", kBatch);
+  View inc("bench::inc", m.n_params());
+  const double flops = m.flops_per_sample_train() * kBatch;
+  auto step = [&] {
+    m.zero_grads();
+    m.forward_backward(kBatch, b.x, labels, {true, 3}, false);
+    asgd::kernels::sgd_update<Space>(m.n_params(), real_t(1e-6), real_t(0.9), real_t(0), m.grads(),
+                                     inc, m.params());
+  };
+  std::vector<double> sgemm;
+  for (int i = 0; i < 5; ++i) sgemm.push_back(sgemm_gflops_now());
+  step();
+  Kokkos::fence();
+  double total_s = 0;
+  for (auto _ : state) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    step();
+    Kokkos::fence();
+    const double t = elapsed(t0);
+    state.SetIterationTime(t);
+    total_s += t;
+  }
+  for (int i = 0; i < 5; ++i) sgemm.push_back(sgemm_gflops_now());
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (total_s > 0)
+    state.counters["of_sgemm"] =
+        flops * 1e-9 * static_cast<double>(state.iterations()) / total_s / median(sgemm);
+}
+
+// `--threads T` (or `--threads=T`): T threads for Kokkos and the BLAS
+// together, as `asgd train --threads` (default 1); removed from argv.
+int take_threads(int& argc, char** argv) {
+  int threads = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    int used = 0;
+    if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[i + 1]);
+      used = 2;
+    } else if (a.rfind("--threads=", 0) == 0) {
+      threads = std::atoi(a.c_str() + 10);
+      used = 1;
+    }
+    if (used == 0) continue;
+    for (int j = i; j + used <= argc; ++j) argv[j] = argv[j + used];
+    argc -= used;
+    --i;
+  }
+  if (threads < 1 || threads > 1024) {
+    fmt::print(stderr, "asgd_micro: --threads must be in 1..1024\n");
+    std::exit(2);
+  }
+  return threads;
 }
 
 // Prints the usual console output and keeps GFLOP/s per benchmark name.
@@ -206,8 +285,15 @@ class Reporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   asgd::ensure_blas_core(argc, argv);
-  asgd::set_blas_threads(1);
-  Kokkos::initialize(argc, argv);
+  const int threads = take_threads(argc, argv);
+  g_threads = asgd::threads_per_rank(threads);
+  asgd::set_blas_threads(threads);
+  {
+    Kokkos::InitArguments args;
+    args.disable_warnings = true;
+    args.num_threads = asgd::threads_per_rank(threads);
+    Kokkos::initialize(args);
+  }
   int rc = 0;
   {
     benchmark::Initialize(&argc, argv);
@@ -218,9 +304,19 @@ int main(int argc, char** argv) {
       const std::string kernel = asgd::blas_kernel(info.blas);
       benchmark::AddCustomContext("asgd_blas_kernel", kernel.empty() ? "unknown" : kernel);
       benchmark::AddCustomContext("asgd_commit", info.git_commit);
+      benchmark::AddCustomContext("asgd_kokkos", fmt::format("{} ({} threads)", info.kokkos_version,
+                                                             info.kokkos_concurrency));
     }
     benchmark::RegisterBenchmark("sgemm/1024", bm_sgemm)->Arg(1024)->UseManualTime()->MinTime(0.5);
     std::vector<std::string> fused;
+    for (const std::string model : {"lenet", "cifar10-18pct"}) {
+      const std::string name = model + "/step";
+      benchmark::RegisterBenchmark(name.c_str(), bm_step, model)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.5);
+      fused.push_back(name);
+    }
     for (const std::string model : {"lenet", "cifar10-18pct"}) {
       Bench& b = get(model);
       for (std::size_t i = 0; i < b.model->layers().size(); ++i) {
@@ -244,7 +340,8 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks(&reporter);
     auto ref = reporter.gflops.find("sgemm/1024");
     if (ref != reporter.gflops.end()) {
-      fmt::print("\nBLAS {}\nsgemm 1024^3 reference: {:.1f} GFLOP/s\n", asgd::blas_info(), ref->second);
+      fmt::print("\nKokkos {} ({} threads), BLAS {}\nsgemm 1024^3 reference: {:.1f} GFLOP/s\n", Kokkos::DefaultExecutionSpace::name(),
+                 Kokkos::DefaultExecutionSpace::concurrency(), asgd::blas_info(), ref->second);
       fmt::print("{:<44} {:>10} {:>12} {:>14}\n", "layer (batch 64, forward+backward)", "GFLOP/s",
                  "of sgemm", "paired sgemm");
       for (const auto& name : fused) {

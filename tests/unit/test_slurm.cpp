@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -257,5 +258,40 @@ TEST(Slurm, SubmitRefusesAResultsFolderThatIsNotUtf8) {
     const std::string results = (dir / "r\xc3\xa9sultats").string();
     EXPECT_GT(asgd::sweep::submit(asgd::sweep::load_suite(suite, results), results, opt), 0);
   }
+  fs::remove_all(dir);
+}
+
+// The array script gives each rank the suite's cpus_per_rank: Slurm's
+// --cpus-per-task (and srun's, through SRUN_CPUS_PER_TASK) and the OpenMP
+// threads of Kokkos' OpenMP backend, bound close to each other on cores.
+TEST(Slurm, ThreadsPerRankFromCpusPerRank) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("asgd_test_slurm_omp_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "site.yaml") << "partition: debug\n";
+  const std::string suite = (dir / "omp.yaml").string();
+  std::ofstream(suite) << "name: omp\nbase: {model: mlp, dataset: {kind: synthetic, shape: [8, 8, 1]}}\n"
+                          "axes: {learners: [2]}\nseeds: [1]\nresources: {cpus_per_rank: 4}\n";
+  asgd::sweep::SubmitOptions opt;
+  opt.site = "site";
+  opt.sites_dir = dir.string();
+  opt.self = "/opt/asgd/bin/asgd";
+  opt.dry_run = true;
+  const std::string results = (dir / "results").string();
+  ASSERT_GT(asgd::sweep::submit(asgd::sweep::load_suite(suite, results), results, opt), 0);
+  int scripts = 0;
+  for (const auto& e : fs::recursive_directory_iterator(results)) {
+    if (e.path().extension() != ".sbatch") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("#SBATCH --array=") == std::string::npos) continue;  // the report job
+    ++scripts;
+    for (const char* want : {"#SBATCH --cpus-per-task=4\n", "export OPENBLAS_NUM_THREADS=4\n",
+                             "export OMP_NUM_THREADS=4 OMP_PROC_BIND=close OMP_PLACES=cores "
+                             "SRUN_CPUS_PER_TASK=4\n"})
+      EXPECT_NE(text.find(want), std::string::npos) << e.path() << " lacks " << want << "\n" << text;
+  }
+  EXPECT_EQ(scripts, 1);
   fs::remove_all(dir);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Single-thread training throughput of the lenet: asgd vs. PyTorch (peer baseline).
+# Training throughput of the lenet, one learner: asgd vs. PyTorch (peer baseline),
+# on one thread each (THREADS=T: T threads each).
 set -euo pipefail
 
 usage() {
@@ -21,7 +22,10 @@ ones. asgd runs WARMUP+STEPS updates; its rate over that window comes from
   -d DATA_DIR  Fashion-MNIST IDX folder (default /usr/share/datasets/fashion-mnist)
   -h           this help
 
-Environment: ASGD  asgd binary (default build/default/asgd in the repository root).
+Environment: ASGD     asgd binary (default build/default/asgd in the repository root).
+             THREADS  threads of each framework (default 1): asgd --threads, torch
+                      set_num_threads; OMP_NUM_THREADS is set to it too (an asgd of the
+                      openmp preset uses Kokkos threads; a Serial one, BLAS threads)
 Needs /usr/bin/python3 with torch and h5py: tools/setup.sh --peers
 EOF
 }
@@ -48,7 +52,9 @@ if [[ ! -x "$py" ]] || ! "$py" -c 'import torch, h5py, numpy' 2>/dev/null; then
   exit 1
 fi
 
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+threads="${THREADS:-1}"
+[[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "compare_lenet: THREADS must be a positive integer" >&2; exit 2; }
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
 batch=64
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/compare_lenet.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -58,7 +64,7 @@ asgd_run() {
   local id="lenet-$1"
   "$asgd" train --model lenet --dataset fashion-mnist --data-dir "$data_dir" \
     --batch "$batch" --lr 0.01 --momentum 0.9 --weight-decay 0.0005 \
-    --max-steps $((warmup + steps)) --eval-samples 1000 --threads 1 \
+    --max-steps $((warmup + steps)) --eval-samples 1000 --threads "$threads" \
     --results "$tmp" --run-id "$id" -q >"$tmp/$id.log" 2>&1 ||
     { echo "compare_lenet: asgd failed:" >&2; cat "$tmp/$id.log" >&2; exit 1; }
   "$py" - "$tmp/adhoc/runs/$id.h5" "$warmup" "$steps" <<'EOF'
@@ -78,7 +84,7 @@ EOF
 
 # One PyTorch run -> "<samples/s> <final loss> <version>"
 torch_run() {
-  "$py" "$here/lenet_torch.py" --data-dir "$data_dir" --threads 1 --batch "$batch" \
+  "$py" "$here/lenet_torch.py" --data-dir "$data_dir" --threads "$threads" --batch "$batch" \
     --steps "$steps" --warmup "$warmup" --loss-window 20 >"$tmp/torch-$1.json" ||
     { echo "compare_lenet: lenet_torch.py failed" >&2; exit 1; }
   "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["samples_per_s"], d["final_loss"], d["version"])' \
