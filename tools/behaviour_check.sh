@@ -140,10 +140,11 @@ if ((throughput)); then
     local bin=$1 mode=$2 dir="$out/tp-$3"
     rm -rf "$dir"
     if [[ $mode == single ]]; then
-      "$bin" train --model lenet "${FM[@]}" --epochs 0.12 --eval-every 100 --results "$dir" --run-id tp
+      "$bin" train --model lenet "${FM[@]}" --epochs 0.12 --eval-every 100 --results "$dir" \
+        --run-id tp >/dev/null
     else
       mpiexec -n 3 "$bin" train --model lenet "${FM[@]}" --epochs 0.12 --eval-every 100 \
-        --learners 2 --protocol softsync --results "$dir" --run-id tp
+        --learners 2 --protocol softsync --results "$dir" --run-id tp >/dev/null
     fi
     "$py" -c "import h5py,glob; print(h5py.File(glob.glob('$dir/*/runs/tp.h5')[0])['summary'].attrs['samples_per_s'])"
   }

@@ -276,7 +276,7 @@ std::vector<Field<C>> parallel_fields() {
        .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }},
       {.key = "staleness", .member = &C::staleness,
        .option = {"--staleness", "ssp: clocks a learner may run ahead of the slowest (default 3)"},
-       .suite = {.check_alone = false, .token = "s"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness != -1, c, p); },
+       .suite = {.check_alone = false, .token = "st"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness != -1, c, p); },
        .only_if_changed = true},
       {.key = "tau", .member = &C::tau,
        .option = {"--tau", "easgd: local steps between elastic exchanges (default 10)"},

@@ -45,6 +45,10 @@ asgd::TrainConfig changed() {
   c.protocol = "softsync";
   c.softsync_n = 2;
   c.n_sync = 3;
+  c.staleness = 2;  // the other protocols' options, written when set
+  c.tau = 4;
+  c.alpha = 0.3;
+  c.lambda_dc = 0.1;
   c.lr_policy = "staleness";
   c.warm_start = "w.h5";
   c.warm_steps = 0;
@@ -129,7 +133,7 @@ TEST(ConfigTable, EachCheckNamesItsField) {
   };
   EXPECT_EQ(problems([](asgd::TrainConfig&) {}), "");
   EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.batch = 0; }), "batch 0 must be >= 1; ");
-  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.protocol = "x"; }).rfind("protocol 'x' unknown (hardsync, softsync, nsync", 0),
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.protocol = "x"; }).rfind("protocol 'x' unknown (hardsync, softsync, nsync, allreduce, ssp, easgd, dcasgd", 0),
             0u);
   EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.lr_policy = "x"; }),
             "lr policy 'x' unknown (constant, staleness, mean-staleness); ");
@@ -147,5 +151,13 @@ TEST(ConfigTable, EachCheckNamesItsField) {
             "dataset 'x' unknown (fashion-mnist, mnist, cifar10, synthetic); ");
   EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.compute_s = -1; c.comm_s = -1; }),
             "compute_s and comm_s must be >= 0 and finite; ");
-  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c = changed(); c.virtual_learners = false; }), "");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) {
+              c = changed();
+              c.virtual_learners = false;
+              c.staleness = c.tau = -1;  // other protocols' options: refused under softsync
+              c.alpha = c.lambda_dc = -1;
+            }),
+            "");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.tau = 3; }),
+            "--tau is an option of protocol easgd, not of hardsync; ");
 }
