@@ -31,9 +31,9 @@ void check_allreduce(const TrainConfig& c, std::vector<std::string>& problems) {
 }  // namespace
 
 Entry<Protocol> allreduce_entry() {
-  return {"allreduce", "synchronous SGD, no servers: learners sum gradients with MPI_Allreduce",
-          check_allreduce,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Allreduce>(cfg); }};
+  return entry_of<Allreduce>("allreduce",
+                         "synchronous SGD, no servers: learners sum gradients with MPI_Allreduce",
+                         check_allreduce);
 }
 
 }  // namespace asgd::protocol

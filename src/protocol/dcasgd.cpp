@@ -35,9 +35,9 @@ void check_dcasgd(const TrainConfig& c, std::vector<std::string>& problems) {
 }  // namespace
 
 Entry<Protocol> dcasgd_entry() {
-  return {"dcasgd", "delay-compensated ASGD: the server adds lambda g*g*(w - w_sent) to each gradient",
-          check_dcasgd,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Dcasgd>(cfg); }};
+  return entry_of<Dcasgd>("dcasgd",
+                         "delay-compensated ASGD: the server adds lambda g*g*(w - w_sent) to each gradient",
+                         check_dcasgd);
 }
 
 }  // namespace asgd::protocol

@@ -43,9 +43,9 @@ void check_easgd(const TrainConfig& c, std::vector<std::string>& problems) {
 }  // namespace
 
 Entry<Protocol> easgd_entry() {
-  return {"easgd", "asynchronous elastic averaging: tau local steps, then an elastic exchange with the centre",
-          check_easgd,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Easgd>(cfg); }};
+  return entry_of<Easgd>("easgd",
+                         "asynchronous elastic averaging: tau local steps, then an elastic exchange with the centre",
+                         check_easgd);
 }
 
 }  // namespace asgd::protocol

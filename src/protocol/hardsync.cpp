@@ -20,9 +20,9 @@ class Hardsync final : public Protocol {
 }  // namespace
 
 Entry<Protocol> hardsync_entry() {
-  return {"hardsync", "synchronous: all L gradients make one update, behind a barrier",
-          [](const TrainConfig&, std::vector<std::string>&) {},
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Hardsync>(cfg); }};
+  return entry_of<Hardsync>("hardsync",
+                         "synchronous: all L gradients make one update, behind a barrier",
+                         no_options);
 }
 
 }  // namespace asgd::protocol

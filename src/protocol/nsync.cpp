@@ -28,8 +28,9 @@ void check_nsync(const TrainConfig& c, std::vector<std::string>& problems) {
 }  // namespace
 
 Entry<Protocol> nsync_entry() {
-  return {"nsync", "GPU A-SGD: n_sync local steps, then push the weights' change", check_nsync,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Nsync>(cfg); }};
+  return entry_of<Nsync>("nsync",
+                         "GPU A-SGD: n_sync local steps, then push the weights' change",
+                         check_nsync);
 }
 
 }  // namespace asgd::protocol

@@ -27,8 +27,9 @@ void check_softsync(const TrainConfig& c, std::vector<std::string>& problems) {
 }  // namespace
 
 Entry<Protocol> softsync_entry() {
-  return {"softsync", "n-softsync: an update of floor(L/n) gradients, no barrier", check_softsync,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Softsync>(cfg); }};
+  return entry_of<Softsync>("softsync",
+                         "n-softsync: an update of floor(L/n) gradients, no barrier",
+                         check_softsync);
 }
 
 }  // namespace asgd::protocol

@@ -34,9 +34,9 @@ void check_ssp(const TrainConfig& c, std::vector<std::string>& problems) {
 }  // namespace
 
 Entry<Protocol> ssp_entry() {
-  return {"ssp", "stale synchronous parallel: async, a learner at most s clocks ahead of the slowest",
-          check_ssp,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<Ssp>(cfg); }};
+  return entry_of<Ssp>("ssp",
+                         "stale synchronous parallel: async, a learner at most s clocks ahead of the slowest",
+                         check_ssp);
 }
 
 }  // namespace asgd::protocol
