@@ -353,8 +353,8 @@ void summary_problems(const RunResult& r, Problems& p) {
   };
   const auto& e = r.evals;
   need(r.transport.empty() || r.transport == "shared-memory" || r.transport == "messages" ||
-           r.transport == "none",
-       "transport \"" + cut(r.transport) + "\" is not shared-memory, messages or none");
+           r.transport == "allreduce" || r.transport == "none",
+       "transport \"" + cut(r.transport) + "\" is not shared-memory, messages, allreduce or none");
   const Summary& s = r.summary;
   need(fraction_ok(s.target_error), "/summary target_error " + fmt_d(s.target_error) + " is not in [0, 1]");
   need(std::isnan(s.time_to_target_s) || time_ok(s.time_to_target_s),

@@ -10,11 +10,24 @@
 #include <unordered_set>
 
 #include "data/dataset.hpp"
+#include "protocol/registry.hpp"
 #include "sweep/suite_detail.hpp"
 
 namespace asgd::sweep::detail {
 
 namespace {
+
+// MPI ranks of a run: one process for virtual learners and a single learner;
+// the learners alone for a protocol without servers (allreduce); else servers
+// and learners.
+int ranks_of(const TrainConfig& c) {
+  if (c.virtual_learners || (c.learners == 1 && c.servers == 1)) return 1;
+  try {
+    if (!protocol::make_protocol(c)->uses_servers()) return c.learners;
+  } catch (const Error&) {  // a config the checks refuse: its rank count is never used
+  }
+  return c.servers + c.learners;
+}
 
 namespace fs = std::filesystem;
 
@@ -211,7 +224,7 @@ std::optional<Run> make_run(const TrainConfig& base, const Parsed& p, std::size_
   if (!x.ids.insert(run.run_id).second)
     pr.add(run_line, fmt::format("run id '{}' given to two different runs", run.run_id));
   check_run(p, run, idx, compact, x);
-  run.ranks = (c.virtual_learners || (c.learners == 1 && c.servers == 1)) ? 1 : c.servers + c.learners;
+  run.ranks = ranks_of(c);
   const int gpus = c.virtual_learners ? 0 : c.learners * p.suite.resources.gpus_per_learner;
   run.shape = fmt::format("ranks{}-gpu{}-{}", run.ranks, gpus, p.suite.resources.time_limit);
   return run;

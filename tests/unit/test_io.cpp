@@ -605,7 +605,7 @@ TEST_F(IoTest, TransportAndPushedAreOptionalAndChecked) {
   bad.transport = "pigeon";
   asgd::io::write_results(path("bad.h5"), bad);
   EXPECT_TRUE(contains(error_of([&] { asgd::io::read_results(path("bad.h5")); }),
-                       "transport \"pigeon\" is not shared-memory, messages or none"));
+                       "transport \"pigeon\" is not shared-memory, messages, allreduce or none"));
   bad = domain_result();
   bad.learners[0].pushed = 6;  // recorded, so the column is written
   bad.learners[1].pushed = -5;
