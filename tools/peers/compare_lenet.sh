@@ -98,17 +98,17 @@ for ((i = 1; i <= repeats; i++)); do
   torch_run "$i" >>"$tmp/torch.txt"
 done
 
-"$py" - "$tmp/asgd.txt" "$tmp/torch.txt" "$steps" "$warmup" <<'EOF'
+"$py" - "$tmp/asgd.txt" "$tmp/torch.txt" "$steps" "$warmup" "$threads" <<'EOF'
 import sys, statistics as st
 a = [l.split() for l in open(sys.argv[1])]
 t = [l.split() for l in open(sys.argv[2])]
-steps, warmup = sys.argv[3], sys.argv[4]
+steps, warmup, threads = sys.argv[3], sys.argv[4], sys.argv[5]
 a_sps = st.median(float(r[0]) for r in a)
 a_sum = st.median(float(r[1]) for r in a)
 a_loss = st.median(float(r[2]) for r in a)
 t_sps = st.median(float(r[0]) for r in t)
 t_loss = st.median(float(r[1]) for r in t)
-print(f"lenet / fashion-mnist, batch 64, 1 thread, {steps} timed updates after {warmup} warm-up, "
+print(f"lenet / fashion-mnist, batch 64, {threads} thread(s), {steps} timed updates after {warmup} warm-up, "
       f"median of {len(a)} runs")
 print(f"{'framework':<20}{'samples/s':>12}{'final loss':>12}   runs (samples/s)")
 print(f"{'asgd':<20}{a_sps:>12.1f}{a_loss:>12.4f}   " + " ".join(f"{float(r[0]):.1f}" for r in a))
