@@ -153,7 +153,10 @@ void read_dataset(Reader& r, const json& ds, data::DatasetSpec& d);
 template <class S>
 void read_fields(Reader& r, const json& j, S& s, const std::vector<Field<S>>& table, const std::string& prefix,
                  const std::string& where) {
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // named, not structured bindings: clang 14 cannot capture those in the lambdas below
+    const std::string& key = item.key();
+    const json& v = item.value();
     const auto f = std::find_if(table.begin(), table.end(), [&](const auto& x) { return key == x.key; });
     if (f == table.end()) {
       r.unknown(where, key, config::keys(table));
