@@ -101,10 +101,7 @@ class AllreduceRun {
 
  private:
   double epoch() const { return static_cast<double>(samples_) / static_cast<double>(data_.train.n); }
-  bool done() const {
-    return samples_ >= static_cast<std::int64_t>(cfg_.epochs * static_cast<double>(data_.train.n)) ||
-           (cfg_.max_steps > 0 && clock_ >= cfg_.max_steps);
-  }
+  bool done() const { return run_done(cfg_, samples_, clock_, data_.train.n); }
 
   // One gradient per rank, summed everywhere, one update everywhere.
   // Returns the update's mean training loss (the same on every rank).

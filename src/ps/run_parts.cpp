@@ -156,6 +156,11 @@ double scheduled_lr(const TrainConfig& cfg, double epoch) {
   return lr;
 }
 
+bool run_done(const TrainConfig& cfg, std::int64_t samples, std::int64_t updates, index_t n_train) {
+  return samples >= static_cast<std::int64_t>(cfg.epochs * static_cast<double>(n_train)) ||
+         (cfg.max_steps > 0 && updates >= cfg.max_steps);
+}
+
 void summarise(io::RunResult& r, double target_error) {
   auto& s = r.summary;
   s.target_error = target_error;

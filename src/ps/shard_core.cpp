@@ -23,10 +23,7 @@ ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t 
   samples_by_.assign(learners, 0);
 }
 
-bool ShardCore::done() const {
-  return samples_ >= static_cast<std::int64_t>(cfg_.epochs * static_cast<double>(n_train_)) ||
-         (cfg_.max_steps > 0 && clock_ >= cfg_.max_steps);
-}
+bool ShardCore::done() const { return run_done(cfg_, samples_, clock_, n_train_); }
 
 void ShardCore::move_weights_to(real_t* memory) {
   nn::View moved(memory, len_);

@@ -2,6 +2,7 @@
 // Single-learner training: SGD with momentum and weight decay on one rank,
 // step schedule, evaluation off the training clock, progress lines,
 // checkpoints every k updates with exact resume, results as one HDF5 file.
+#include <cstdint>
 #include <string>
 
 #include "config/config.hpp"
@@ -46,6 +47,10 @@ TrainOutcome train_single(const TrainConfig& cfg, const TrainOptions& opt = {});
 
 // Learning rate at a given epoch: lr * gamma^(number of lr_steps <= epoch).
 double scheduled_lr(const TrainConfig& cfg, double epoch);
+
+// A run of updates has its end: its samples make cfg.epochs epochs of n_train,
+// or its updates reach cfg.max_steps (when set).
+bool run_done(const TrainConfig& cfg, std::int64_t samples, std::int64_t updates, index_t n_train);
 
 // Fills summary fields (final/best error, time to target) from the series.
 void summarise(io::RunResult& r, double target_error);

@@ -20,6 +20,7 @@
 #include "ps/local_steps.hpp"
 #include "ps/shard_core.hpp"
 #include "sim/virtual.hpp"
+#include "virtual_config.hpp"
 
 namespace fs = std::filesystem;
 using asgd::TrainConfig;
@@ -181,30 +182,13 @@ class VirtualProtocols : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   TrainConfig base(const std::string& protocol, const std::string& id) const {
-    TrainConfig c;
-    c.model = "mlp";
-    c.data.kind = "synthetic";
-    c.data.h = c.data.w = 8;
-    c.data.c = 1;
-    c.data.classes = 4;
-    c.data.n_train = 512;
-    c.data.n_test = 64;
-    c.batch = 8;
-    c.lr = 0.05;
-    c.epochs = 2;
+    TrainConfig c = small_virtual(protocol, dir_.string());
     c.eval_every = 0.5;
-    c.virtual_learners = true;
     c.learners = 6;
-    c.protocol = protocol;
-    c.timing = "lognormal";
     c.compute_cv = 0.5;
-    c.compute_s = 0.01;
-    c.comm_s = 0.002;
     c.straggler = 2;
     c.straggler_factor = 3;
     c.checkpoint_every = 0;
-    c.results_dir = dir_.string();
-    c.suite = "t";
     c.run_id = id;
     return c;
   }

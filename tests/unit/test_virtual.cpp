@@ -11,6 +11,7 @@
 #include "io/results.hpp"
 #include "ps/session.hpp"
 #include "sim/virtual.hpp"
+#include "virtual_config.hpp"
 
 namespace fs = std::filesystem;
 using asgd::TrainConfig;
@@ -25,32 +26,15 @@ class Virtual : public ::testing::TestWithParam<const char*> {
   }
   void TearDown() override { fs::remove_all(dir_); }
   TrainConfig small(const std::string& protocol) const {
-    TrainConfig c;
-    c.model = "mlp";
-    c.data.kind = "synthetic";
-    c.data.h = c.data.w = 8;
-    c.data.c = 1;
-    c.data.classes = 4;
-    c.data.n_train = 512;
-    c.data.n_test = 64;
-    c.batch = 8;
-    c.lr = 0.05;
-    c.epochs = 2;
+    TrainConfig c = small_virtual(protocol, dir_.string());
     c.eval_every = 0.25;
-    c.virtual_learners = true;
     c.learners = 4;
-    c.protocol = protocol;
     c.softsync_n = 2;
     c.n_sync = 3;
     c.lr_policy = protocol == "softsync" ? "staleness" : "constant";
-    c.timing = "lognormal";
-    c.compute_s = 0.01;
-    c.comm_s = 0.002;
     c.straggler = 1;
     c.straggler_factor = 2;
     c.checkpoint_every = 5;
-    c.results_dir = dir_.string();
-    c.suite = "t";
     return c;
   }
   fs::path dir_;
