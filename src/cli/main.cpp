@@ -12,8 +12,11 @@
 #include <string>
 #include <utility>
 
+#include "cli/calibrate.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "nn/zoo.hpp"
+#include "perf/profile.hpp"
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
 #include "ps/mpi_train.hpp"
@@ -94,11 +97,12 @@ struct Args {
   std::string base, cand;
   asgd::report::CompareOptions copt;
   GpuBenchOptions gb;
+  CalibrateOptions cal;
   std::vector<std::string> files;
   asgd::report::HistoryOptions hopt;
   bool hist_no_plots = false, hist_fail = false;
   CLI::App *train = nullptr, *models = nullptr, *info = nullptr, *gpu_bench = nullptr, *report = nullptr,
-           *compare = nullptr, *validate = nullptr, *history = nullptr;
+           *compare = nullptr, *validate = nullptr, *history = nullptr, *calibrate = nullptr;
 };
 
 void add_run_commands(CLI::App& app, Args& a) {
@@ -203,6 +207,33 @@ void add_gpu_bench_command(CLI::App& app, Args& a) {
       ->check(finite_in(1e-9, 1e12));
 }
 
+void add_calibrate_command(CLI::App& app, Args& a) {
+  CalibrateOptions& c = a.cal;
+  a.calibrate = app.add_subcommand(
+      "calibrate", "Measure this machine with the project's own code (compute per model, server update rate, "
+                   "push and pull over MPI) and write a machine profile for virtual runs (--profile)");
+  a.calibrate->add_option("--out,-o", c.out, "Profile to write (YAML)")->capture_default_str()->check(kNonEmpty);
+  a.calibrate->add_option("--name", c.name, "The profile's name (default: this host's)");
+  a.calibrate->add_option("--models", c.models, "Models to time")->capture_default_str()->delimiter(',')
+      ->check(CLI::IsMember(asgd::nn::model_names()));
+  a.calibrate->add_option("--batch", c.batches, "Minibatch sizes to time")->capture_default_str()->delimiter(',')
+      ->check(whole_in(1, 1 << 16));
+  a.calibrate->add_option("--threads", c.threads, "Threads per rank")->capture_default_str()->check(whole_in(1, 4096));
+  a.calibrate->add_option("--steps", c.steps, "Timed minibatches per model")->capture_default_str()
+      ->check(whole_in(2, 100000));
+  a.calibrate->add_option("--mpiexec", c.mpiexec, "MPI launcher of the link probe")->capture_default_str()
+      ->check(kNonEmpty);
+  a.calibrate->add_option("--inject-update-s", c.inject_update_s,
+                          "Record this per-update cost injected into the real server (ASGD_INJECT_SERVER)")
+      ->check(finite_in(0, 10));
+  a.calibrate->add_option("--inject-byte-s", c.inject_byte_s,
+                          "Record this per-byte cost injected into the real server (ASGD_INJECT_SERVER)")
+      ->check(finite_in(0, 1e-3));
+  a.calibrate->add_option("--link-probe", c.link_probe)->group("");  // one of the probe's 2 ranks
+  a.calibrate->add_option("--largest", c.largest)->group("")->check(whole_in(1024, 1L << 32));
+  a.calibrate->add_option("--cores-probe", c.cores_probe)->group("");
+}
+
 void add_results_commands(CLI::App& app, Args& a) {
   a.validate = app.add_subcommand("validate", "Check result files against the schema");
   a.validate->add_option("files", a.files, "Result files (.h5)")->required()->check(kNonEmpty);
@@ -244,6 +275,10 @@ int dispatch(Args& a) {
   if (*a.models) return cmd_models(a.which, a.dataset);
   if (*a.info) return cmd_info(a.info_json, a.info_threads);
   if (*a.gpu_bench) return cmd_gpu_bench(a.gb);
+  if (*a.calibrate)
+    return !a.cal.link_probe.empty()    ? cmd_calibrate_probe(a.cal.link_probe, a.cal.largest)
+           : !a.cal.cores_probe.empty() ? cmd_calibrate_cores_probe(a.cal)
+                                        : cmd_calibrate(a.cal);
   for (auto [c, action] : a.sweep_actions)
     if (*c) return cmd_sweep(action, a.sw);
   if (*a.report) return cmd_report(a.report_dir, a.report_out, !a.no_plots, false);
@@ -300,6 +335,8 @@ int main(int argc, char** argv) {
   add_report_commands(app, a);
   add_gpu_bench_command(app, a);
   add_results_commands(app, a);
+  add_calibrate_command(app, a);
+  asgd::perf::set_profile_search_dir(source_dir());
 
   try {
     load_config_arg(argc, argv, a.cfg);

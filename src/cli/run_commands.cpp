@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/kokkos_scope.hpp"
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
 #include "common/runinfo.hpp"
@@ -20,24 +21,6 @@
 #include "sim/virtual.hpp"
 
 namespace asgd::cli {
-
-namespace {
-
-// Kokkos lives exactly as long as this object (views must die before finalize).
-// threads: --threads (common/blas_env.hpp: threads_per_rank).
-struct KokkosScope {
-  explicit KokkosScope(int threads = 1) {
-    Kokkos::InitArguments args;
-    args.disable_warnings = true;
-    args.num_threads = threads_per_rank(threads);
-    Kokkos::initialize(args);
-  }
-  ~KokkosScope() { Kokkos::finalize(); }
-  KokkosScope(const KokkosScope&) = delete;
-  KokkosScope& operator=(const KokkosScope&) = delete;
-};
-
-}  // namespace
 
 int world_rank() {
   int r = 0;

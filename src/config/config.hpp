@@ -66,6 +66,9 @@ struct TrainConfig {
   double comm_s = 0;                 // push + pull time per exchange (0: calibrate)
   int straggler = -1;                // learner that is straggler_factor times slower (-1: none)
   double straggler_factor = 1;
+  // A machine profile (YAML, perf/profile.hpp): the virtual clock models
+  // server shards, links and cores with its figures (perf/cluster.hpp).
+  std::string profile;
 };
 
 // Longest name of a suite, and of a run id (a run id plus ".shardNN.h5" and

@@ -340,6 +340,11 @@ std::vector<Field<C>> virtual_fields() {
          need(p, c.straggler >= -1 && c.straggler < c.learners,
               fmt::format("straggler {} must be -1 (none) or a learner index below {}", c.straggler, c.learners));
        }},
+      {.key = "profile", .member = &C::profile,
+       .option = {"--profile", "Virtual: machine profile (YAML; asgd calibrate writes one): model server shards, "
+                               "links and cores with its figures"},
+       .suite = {.check_alone = false, .token = "prof"},
+       .only_if_changed = true},  // checked with the model and batch: validate.cpp
       {.key = "straggler_factor", .member = &C::straggler_factor,
        .option = {"--straggler-factor", "Virtual: how many times slower"},
        .check = [](const C& c, Problems& p) {

@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "config/fields.hpp"
+#include "perf/profile.hpp"
 
 namespace asgd {
 
@@ -40,6 +41,29 @@ void check_synthetic(const data::DatasetSpec& d, std::vector<std::string>& p) {
                    kMaxSamples, d.n_train, d.n_test));
 }
 
+// A profile is read and checked before any work; it must have a compute
+// time for the run's model, batch and threads (or a device throughput).
+void check_profile(const TrainConfig& c, std::vector<std::string>& p) {
+  if (c.profile.empty()) return;
+  if (!c.virtual_learners) {
+    p.push_back("--profile is for virtual learners (--virtual): real runs are measured, not modelled");
+    return;
+  }
+  // the profile is the calibration: --timing calibrate (the default) draws
+  // like normal, from the profile's mean and coefficient of variation
+  if (c.compute_s != 0 || c.comm_s != 0) {
+    p.push_back("with --profile the profile gives the compute and communication times: no --compute-s or --comm-s");
+    return;
+  }
+  try {
+    const perf::Profile prof = perf::read_profile(perf::find_profile(c.profile));
+    if (!perf::compute_time(prof, c.model, static_cast<int>(c.batch), c.threads, 0))
+      p.push_back(perf::no_compute_time(prof, c.model, static_cast<int>(c.batch), c.threads));
+  } catch (const Error& e) {
+    p.push_back(e.what());
+  }
+}
+
 // The checks that involve more than one field.
 void check_across(const TrainConfig& c, std::vector<std::string>& p) {
   auto need = [&](bool ok, std::string msg) {
@@ -51,6 +75,7 @@ void check_across(const TrainConfig& c, std::vector<std::string>& p) {
   need(c.compute_s >= 0 && c.comm_s >= 0 && std::isfinite(c.compute_s) && std::isfinite(c.comm_s),
        "compute_s and comm_s must be >= 0 and finite");
   if (c.data.kind == "synthetic") check_synthetic(c.data, p);
+  check_profile(c, p);
 }
 
 }  // namespace

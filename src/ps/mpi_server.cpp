@@ -165,6 +165,7 @@ double Server::train_clock() const { return seconds_since(start_) - paused_s_ + 
 
 void Server::reply(int learner_rank, ReplyHeader h) {
   inject_delay();
+  sleep_s(injected_server_costs().byte_s * 4.0 * static_cast<double>(shard_.len));
   core_.sent(learner_rank - S_);  // DC-ASGD: what this learner's next gradient is compensated against
   Kokkos::fence();
   if (shm_ != nullptr) {  // header only; the learner copies from our window
@@ -196,6 +197,7 @@ void Server::on_push(int src) {
     polite_wait(r, Wait::transfer, "a learner's gradient");
   }
   inject_delay();
+  sleep_s(injected_server_costs().byte_s * 4.0 * static_cast<double>(shard_.len));
   if (stopping_) {  // the run is over: answer with stop, apply nothing
     reply(src, ReplyHeader{core_.clock(), 1, 0, 0});
     return;
@@ -204,7 +206,10 @@ void Server::on_push(int src) {
   const bool update = core_.accept(
       {l, h.timestamp, h.samples, h.loss_sum, h.wrong, {h.cursor_epoch, h.cursor_batch}},
       train_clock(), h.shm ? &shared : nullptr);
-  if (update) after_update();
+  if (update) {
+    sleep_s(injected_server_costs().update_s);
+    after_update();
+  }
   const ReplyHeader rh{core_.clock(), stopping_ ? 1 : 0, 0, 0};
   if (core_.rule().barrier()) {
     if (update)

@@ -100,6 +100,25 @@ void inject_delay() {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(u(inj.rng) * inj.max_ms));
 }
 
+const ServerCosts& injected_server_costs() {
+  static const ServerCosts costs = [] {
+    ServerCosts c;
+    const char* env = std::getenv("ASGD_INJECT_SERVER");
+    if (env == nullptr || *env == '\0') return c;
+    char tail = 0;
+    if (std::sscanf(env, "%lf:%lf%c", &c.update_s, &c.byte_s, &tail) != 2 || !(c.update_s >= 0 && c.update_s < 10) ||
+        !(c.byte_s >= 0 && c.byte_s < 1e-3))
+      throw Error(fmt::format("ASGD_INJECT_SERVER='{}': want UPDATE_S:BYTE_S (seconds per update, below 10; "
+                              "seconds per byte, below 1e-3)", env));
+    return c;
+  }();
+  return costs;
+}
+
+void sleep_s(double s) {
+  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
 void mpi_check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char msg[MPI_MAX_ERROR_STRING] = {};

@@ -79,6 +79,18 @@ MPI_Status polite_probe_any(std::initializer_list<Want> wants, MPI_Comm comm, co
 // (the watchdog's test).
 void inject_delay();
 
+// Costs injected into the real server for the performance model's
+// validation (tools/validate_model.sh): ASGD_INJECT_SERVER="UPDATE_S:BYTE_S"
+// makes a server shard sleep UPDATE_S seconds per update it applies and
+// BYTE_S seconds per byte of each push it receives and each reply it sends
+// (a profile's inject: section models the same). Unset: both 0.
+struct ServerCosts {
+  double update_s = 0, byte_s = 0;
+};
+const ServerCosts& injected_server_costs();
+// Sleeps s seconds (no-op for s <= 0).
+void sleep_s(double s);
+
 // The first line of MPI_Get_library_version ("MPICH Version: 4.0.2").
 std::string mpi_library_version();
 

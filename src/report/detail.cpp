@@ -87,6 +87,15 @@ RunInfo load_run(const std::string& path) {
   info.n_updates = r.updates.size();
   info.n_evals = r.evals.size();
   read_machine(info, r);
+  if (r.mode == "virtual") {
+    const json tm = json::parse(r.timing_model_json, nullptr, false);
+    if (tm.is_object() && tm.contains("profile") && tm["profile"].is_string())
+      info.timing_model = fmt::format("profile {} ({})", tm["profile"].get<std::string>(),
+                                      tm.value("profile_path", std::string("?")));
+    else if (tm.is_object() && tm.contains("kind") && tm["kind"].is_string())
+      info.timing_model = fmt::format("ideal clock ({}, compute {:g} s, comm {:g} s)", tm["kind"].get<std::string>(),
+                                      tm.value("compute_s", kNaN), tm.value("comm_s", kNaN));
+  }
   info.histogram = std::move(r.staleness_histogram);
   info.learner_rows = std::move(r.learners);
   return info;

@@ -38,6 +38,8 @@ struct RunInfo {
   std::size_t n_updates = 0, n_evals = 0;
   std::vector<std::int64_t> histogram;
   std::vector<io::LearnerTiming> learner_rows;
+  // virtual runs: what timed them, "profile NAME (PATH)" or "ideal clock (...)"
+  std::string timing_model;
   // where and when it trained (results' `machine`, train_started/finished)
   std::string host, cpu_model, cpu, blas_kernel;  // cpu: short model ("Xeon 8375C")
   double started = kNaN, finished = kNaN;          // Unix seconds; NaN: not recorded

@@ -1,5 +1,6 @@
 // asgd report: runs.csv, speedup.csv, convergence.csv, staleness.csv and
 // report.md for one suite folder, plus PNG plots through tools/plot_report.py.
+#include "report/predicted.hpp"
 #include "report/report.hpp"
 
 #include <algorithm>
@@ -37,7 +38,7 @@ std::string run_error_cell(const RunInfo& r, double x) {
 // "exclusive", "shared with a;b" (overlapped on the same host), "modelled"
 // (virtual clock) or "unknown" (no interval recorded).
 std::string timing_cell(const RunInfo& r) {
-  if (r.mode == "virtual") return "modelled";
+  if (r.mode == "virtual") return r.timing_model.empty() ? "modelled" : "modelled: " + r.timing_model;
   if (r.timing_shared()) return "shared with " + fmt::format("{}", fmt::join(r.shared_with, ";"));
   if (!std::isfinite(r.started) || !std::isfinite(r.finished)) return "unknown";
   return "exclusive";
@@ -109,6 +110,8 @@ void mark_shared_speedups(std::vector<ConfigGroup>& groups, const std::vector<Ru
       if (auto it = by_id.find(b); it != by_id.end() && it->second->timing_shared()) shared.insert(b);
     std::vector<std::string> notes;
     if (!g.speedup_note.empty()) notes.push_back(g.speedup_note);
+    if (g.rep().mode == "virtual")
+      notes.push_back("modelled: " + (g.rep().timing_model.empty() ? "virtual clock" : g.rep().timing_model));
     if (!shared.empty())
       notes.push_back(fmt::format("shared: {} trained beside other runs on the same host, timings not exclusive",
                                   fmt::join(shared, ", ")));
@@ -377,6 +380,8 @@ int write_report(const ReportOptions& opt) {
   write_file_atomic(out("speedup.csv"), to_csv(speedup_csv(groups)));
   write_file_atomic(out("convergence.csv"), to_csv(convergence_csv(groups)));
   write_file_atomic(out("staleness.csv"), to_csv(staleness_csv(runs)));
+  const std::string predicted = predicted_md(groups);
+  if (!predicted.empty()) write_file_atomic(out("predicted.csv"), to_csv(predicted_csv(groups)));
 
   std::vector<std::string> warnings;
   std::vector<std::string> suites;
@@ -399,6 +404,7 @@ int write_report(const ReportOptions& opt) {
 
   const Counts n = count_runs(runs);
   std::string md = summary_md(opt, suite, suites, runs, groups, n);
+  md += predicted;
   md += conditions_md(runs);
   md += papers_section(groups, suite, opt.reference_dir, warnings);
   md += files_md(opt, plot_problem, pngs, runs, n);

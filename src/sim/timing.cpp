@@ -15,19 +15,27 @@ namespace {
 constexpr std::size_t kWords = std::mt19937_64::state_size + 1;
 }  // namespace
 
-Timing::Timing(const TrainConfig& cfg, double compute_s, double comm_s)
+TimingFigures figures_from_json(const std::string& json, const std::string& where) {
+  const auto j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object() || !j.contains("compute_s") || !j.contains("comm_s") || !j["compute_s"].is_number() ||
+      !j["comm_s"].is_number())
+    throw Error(where + ": the checkpoint holds no timing model to continue with");
+  return {j["compute_s"].get<double>(), j["comm_s"].get<double>(), j.value("calibrated", false)};
+}
+
+Timing::Timing(const TrainConfig& cfg, double compute_s, double comm_s, double cv)
     : cfg_(cfg),
       kind_(cfg.timing == "fixed"       ? Kind::fixed
             : cfg.timing == "lognormal" ? Kind::lognormal
                                         : Kind::normal),  // normal, and calibrate (a normal model)
-      compute_s_(compute_s), comm_s_(comm_s) {
+      compute_s_(compute_s), comm_s_(comm_s), cv_(cv < 0 ? cfg.compute_cv : cv) {
   for (int l = 0; l < cfg.learners; ++l)
     rng_.emplace_back(mix(cfg.seed ^ 0x7153, static_cast<std::uint64_t>(l)));
 }
 
 double Timing::compute(int l) {
   double t = compute_s_;
-  const double cv = cfg_.compute_cv;
+  const double cv = cv_;
   if (kind_ == Kind::normal) {
     t = std::max(0.05 * compute_s_, compute_s_ * (1 + cv * normal(l)));
   } else if (kind_ == Kind::lognormal) {
@@ -40,7 +48,7 @@ double Timing::compute(int l) {
 nlohmann::json Timing::describe(bool calibrated) const {
   return {{"kind", cfg_.timing == "calibrate" ? "normal" : cfg_.timing},
           {"compute_s", compute_s_},
-          {"compute_cv", cfg_.compute_cv},
+          {"compute_cv", cv_},
           {"comm_s", comm_s_},
           {"straggler", cfg_.straggler},
           {"straggler_factor", cfg_.straggler_factor},

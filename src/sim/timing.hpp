@@ -6,6 +6,7 @@
 // saved and restored (checkpoints of virtual runs).
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -14,9 +15,21 @@
 
 namespace asgd::sim {
 
+// The figures of the timing model: given, calibrated (a measured minibatch,
+// and a memory copy of the parameters each way as push + pull), from a
+// profile, or, on a resume, the ones the run started with.
+struct TimingFigures {
+  double compute_s = 0, comm_s = 0;
+  bool calibrated = false;
+};
+// The figures a results' or checkpoint's timing_model JSON holds; throws
+// asgd::Error naming `where` when it holds none.
+TimingFigures figures_from_json(const std::string& json, const std::string& where);
+
 class Timing {
  public:
-  Timing(const TrainConfig& cfg, double compute_s, double comm_s);
+  // cv < 0: the config's compute_cv (a profile gives its own).
+  Timing(const TrainConfig& cfg, double compute_s, double comm_s, double cv = -1);
   // One minibatch of learner l (draws from l's generator).
   double compute(int l);
   double comm() const { return comm_s_; }
@@ -32,7 +45,7 @@ class Timing {
   double normal(int l);
   const TrainConfig& cfg_;
   Kind kind_;
-  double compute_s_, comm_s_;
+  double compute_s_, comm_s_, cv_;
   std::vector<std::mt19937_64> rng_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <queue>
 
@@ -13,10 +14,10 @@
 #include "ps/session.hpp"
 #include "ps/shard_core.hpp"
 #include "ps/run_parts.hpp"
+#include "sim/modelled.hpp"
 #include "sim/timing.hpp"
 
 namespace asgd::sim {
-
 
 namespace {
 
@@ -38,13 +39,6 @@ struct Event {
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
-// The figures of the timing model: given, calibrated here (a measured
-// minibatch, and a memory copy of the parameters each way as push + pull),
-// or, on a resume, the ones the run started with.
-struct TimingFigures {
-  double compute_s = 0, comm_s = 0;
-  bool calibrated = false;
-};
 
 class VirtualRun {
  public:
@@ -61,6 +55,9 @@ class VirtualRun {
       ln.sampler = std::make_unique<data::Sampler>(data_.train.n, cfg_.seed, l, L_, cfg_.batch);
       ln.timing.learner = l;
     }
+    if (!cfg_.profile.empty())
+      model_ = modelled(cfg_, P_, eng_.flops_per_sample_train(), rule_.gradients_per_update(),
+                        rule_.local_sgd() ? rule_.local_steps() : 0);
   }
 
   void start(const RunInfo& info) {
@@ -75,8 +72,13 @@ class VirtualRun {
                               "end of a run, or by another mode); remove it to start again",
                               s_.paths().checkpoint));
     const TimingFigures fig = ck ? figures_of(*ck) : fresh_start();
-    timing_ = std::make_unique<Timing>(cfg_, fig.compute_s, fig.comm_s);
-    res_.timing_model_json = timing_->describe(fig.calibrated).dump();
+    timing_ = std::make_unique<Timing>(cfg_, fig.compute_s, fig.comm_s, model_ ? model_->compute.cv : -1);
+    auto described = timing_->describe(fig.calibrated);
+    if (model_) {
+      described.update(describe(*model_));
+      cluster_ = std::make_unique<perf::Cluster>(model_->spec, [this](int l) { return cycle_compute(l); });
+    }
+    res_.timing_model_json = described.dump();
     if (ck) {
       restore(*ck);
     } else {
@@ -88,11 +90,17 @@ class VirtualRun {
         if (elastic()) Kokkos::deep_copy(learners_[static_cast<std::size_t>(l)].weights, core_.weights());
         start_cycle(l, warm_s_);
       }
+      if (cluster_) {
+        released_.clear();
+        cluster_->start(warm_s_);
+      }
     }
     res_.summary.warm_up_s = warm_s_;
     if (!s_.opt().quiet) {
-      spdlog::info("run {} -> {} (virtual: {} learners, protocol {}, compute {:.4f}s, comm {:.5f}s)",
-                   res_.run_id, s_.paths().results, L_, cfg_.protocol, fig.compute_s, fig.comm_s);
+      spdlog::info("run {} -> {} (virtual: {} learners, protocol {}, compute {:.4f}s, {})", res_.run_id,
+                   s_.paths().results, L_, cfg_.protocol, fig.compute_s,
+                   model_ ? fmt::format("modelled with profile {} ({})", model_->profile.name, model_->profile.path)
+                          : fmt::format("comm {:.5f}s", fig.comm_s));
       if (ck) spdlog::info("resuming {} from checkpoint at update {} (virtual time {:.1f}s)",
                            res_.run_id, core_.clock(), now_);
     }
@@ -104,11 +112,8 @@ class VirtualRun {
     // an overlap with other runs does not touch them; the report says so)
     res_.train_started = unix_now();
     std::int64_t updates_here = 0;
-    while (!queue_.empty()) {
-      const Event ev = queue_.top();
-      queue_.pop();
-      now_ = ev.time;
-      const int l = ev.learner;
+    while (auto next = next_push()) {
+      const int l = *next;
       const bool update = push(l);
       if (update) {
         if (core_.diverged()) {
@@ -132,8 +137,14 @@ class VirtualRun {
           start_cycle(p, now_);
         }
       }
+      if (cluster_) {
+        cluster_->release(released_);
+        released_.clear();
+      }
       // at an update nothing is pending at the server: the state is complete
-      if (update && cfg_.checkpoint_every > 0 && core_.clock() % cfg_.checkpoint_every == 0)
+      // (the performance model's transfers in flight are not kept: a run on
+      // a profile checkpoints at its end only, and starts again when killed)
+      if (update && !cluster_ && cfg_.checkpoint_every > 0 && core_.clock() % cfg_.checkpoint_every == 0)
         checkpoint(true);
       if (update && s_.opt().abort_after > 0 && ++updates_here >= s_.opt().abort_after)
         throw ps::Aborted(fmt::format("aborted after {} updates (test hook)", updates_here));
@@ -154,6 +165,14 @@ class VirtualRun {
       row.wait_s = t.wait_s;
       row.push_s = t.push_s;
       row.pull_s = t.pull_s;
+      if (cluster_) {  // the performance model's own account
+        const perf::LearnerTimes& m = cluster_->times(l);
+        row.compute_s = m.compute_s;
+        row.wait_s = m.wait_s;
+        row.push_s = m.push_s;
+        row.pull_s = m.pull_s;
+        row.stage_s = m.stage_s;
+      }
     }
     // the final weights, as a checkpoint (for warm starts and comparisons)
     s_.finish(res_, status, now_, core_.epoch(), [&] { checkpoint(false); });
@@ -184,7 +203,9 @@ class VirtualRun {
   TimingFigures fresh_start() {
     s_.start_weights(eng_);
     TimingFigures fig{cfg_.compute_s, cfg_.comm_s, false};
-    if (cfg_.timing == "calibrate" || fig.compute_s == 0 || fig.comm_s == 0) {
+    if (model_) {  // the profile is the calibration
+      fig.compute_s = model_->compute.mean_s;
+    } else if (cfg_.timing == "calibrate" || fig.compute_s == 0 || fig.comm_s == 0) {
       fig.calibrated = true;
       calibrate(fig);
     }
@@ -214,14 +235,8 @@ class VirtualRun {
   }
 
   TimingFigures figures_of(const io::Checkpoint& ck) {
-    const auto j = nlohmann::json::parse(ck.progress.timing_model_json, nullptr, false);
-    if (!j.is_object() || !j.contains("compute_s") || !j.contains("comm_s") ||
-        !j["compute_s"].is_number() || !j["comm_s"].is_number())
-      throw Error(fmt::format("{}: the checkpoint holds no timing model to continue with",
-                              s_.paths().checkpoint));
     warm_s_ = ck.progress.summary.warm_up_s;
-    return {j["compute_s"].get<double>(), j["comm_s"].get<double>(),
-            j.value("calibrated", false)};
+    return figures_from_json(ck.progress.timing_model_json, s_.paths().checkpoint);
   }
 
   // The learner receives the current weights at `now` and starts its next
@@ -232,6 +247,10 @@ class VirtualRun {
     Kokkos::deep_copy(elastic() ? ln.centre : ln.weights, core_.weights());
     core_.sent(l);  // DC-ASGD: what its next gradient is compensated against
     ln.timestamp = core_.clock();
+    if (cluster_) {  // the performance model times the cycle
+      released_.push_back(l);
+      return;
+    }
     // one draw per minibatch, as a real learner spends
     double c = 0;
     for (int i = 0; i < rule_.local_steps(); ++i) c += timing_->compute(l);
@@ -263,6 +282,28 @@ class VirtualRun {
     const nn::View payload = host_view(eng_.grads());
     return core_.accept({l, ln.timestamp, r.samples, r.loss_sum, r.wrong, {cur.epoch, cur.batch}},
                         now_, &payload);
+  }
+
+  // The next push to reach the server: from the event queue, or when the
+  // performance model has it received and applied by every shard.
+  std::optional<int> next_push() {
+    if (cluster_) {
+      auto l = cluster_->next();
+      now_ = cluster_->now();
+      return l;
+    }
+    if (queue_.empty()) return std::nullopt;
+    const Event ev = queue_.top();
+    queue_.pop();
+    now_ = ev.time;
+    return ev.learner;
+  }
+
+  // The performance model's draw: one per local step of learner l's cycle.
+  double cycle_compute(int l) {
+    double c = 0;
+    for (int i = 0; i < rule_.local_steps(); ++i) c += timing_->compute(l);
+    return c;
   }
 
   void evaluate_now() {
@@ -383,6 +424,9 @@ class VirtualRun {
   double now_ = 0, warm_s_ = 0;
   std::vector<int> held_;  // SSP: learners waiting for the slowest
   io::RunResult& res_;
+  std::optional<Modelled> model_;              // --profile: the performance model's figures
+  std::unique_ptr<perf::Cluster> cluster_;     // and the model itself
+  std::vector<int> released_;                  // learners the current push releases (model)
 };
 
 }  // namespace

@@ -202,6 +202,51 @@ printf '{"model": "%s"}' "$long$long$long$long$long$long$long$long$long$long" >"
 expect_error "config: 1 MB value is cut" "model 'xxxx.*\(1000000 characters\)' unknown" -- \
   "$asgd" train --config "$work/mb.json" --dataset synthetic -q --results "$work/results"
 
+# ------------------------------------------------------------------ machine profiles (--profile)
+good_profile() {
+  cat <<'YAML'
+name: t
+compute:
+  - model: mlp
+    batch: 16
+    seconds: {value: 0.01, measured: "t"}
+    cv: {value: 0.01, measured: "t"}
+link:
+  learner: {latency_s: {value: 1e-6, measured: "p"}, bandwidth_Bps: {value: 1e+10, measured: "p"}}
+  server: {latency_s: {value: 1e-6, measured: "p"}, bandwidth_Bps: {value: 1e+10, measured: "p"}}
+server:
+  accumulate_s_per_param: {value: 2e-10, measured: "c"}
+  update_s_per_param: {value: 4e-10, measured: "c"}
+YAML
+}
+good_profile >"$work/good.yaml"
+good_profile | sed 's/  update_s_per_param:.*//' >"$work/missing.yaml"
+good_profile | sed 's/value: 2e-10/value: -2e-10/' >"$work/negative.yaml"
+good_profile | sed 's/^name: t/name: t\nspeed: 3/' >"$work/unknown.yaml"
+virt=(--virtual --learners 2 --results "$work/prof")
+expect_error "profile: missing figure" "missing.yaml: server.update_s_per_param: missing" -- \
+  "$asgd" train "${syn[@]}" "${virt[@]}" --profile "$work/missing.yaml"
+expect_error "profile: negative figure" "negative.yaml: server.accumulate_s_per_param.value: -2e-10 is negative" -- \
+  "$asgd" train "${syn[@]}" "${virt[@]}" --profile "$work/negative.yaml"
+expect_error "profile: unknown key" "unknown.yaml: speed: unknown key" -- \
+  "$asgd" train "${syn[@]}" "${virt[@]}" --profile "$work/unknown.yaml"
+expect_error "profile: no compute time for the model" "good.yaml: compute: no entry for model lenet at batch 16" -- \
+  "$asgd" train "${syn[@]}" "${virt[@]}" --model lenet --profile "$work/good.yaml"
+expect_error "profile: absent file" "absent.yaml: cannot read the file" -- \
+  "$asgd" train "${syn[@]}" "${virt[@]}" --profile "$work/absent.yaml"
+expect_error "profile without --virtual" "--profile is for virtual learners" -- \
+  "$asgd" train "${syn[@]}" --profile "$work/good.yaml"
+expect_error "profile with --compute-s" "no --compute-s or --comm-s" -- \
+  "$asgd" train "${syn[@]}" "${virt[@]}" --profile "$work/good.yaml" --compute-s 0.1
+if [[ -e "$work/prof/s/runs/r.h5" ]]; then fail "a refused profile run left a result"; else pass "no result after the refusals"; fi
+"$asgd" train "${syn[@]}" "${virt[@]}" --profile "$work/good.yaml" --epochs 0.25 >/dev/null 2>"$work/err" \
+  && [[ -e "$work/prof/s/runs/r.h5" ]] && pass "a good profile trains" || fail "a good profile: $(head -c 300 "$work/err")"
+rm -rf "$work/prof"
+expect_error "calibrate: unknown model" "resnet" -- "$asgd" calibrate --models resnet --out "$work/p.yaml"
+expect_error "calibrate: bad batch" "batch" -- "$asgd" calibrate --batch 0 --out "$work/p.yaml"
+expect_error "ASGD_INJECT_SERVER malformed" "ASGD_INJECT_SERVER='x': want UPDATE_S:BYTE_S" -- \
+  env ASGD_INJECT_SERVER=x mpiexec -n 2 "$asgd" train "${syn[@]}" --learners 1 --servers 1
+
 # ------------------------------------------------------------------ suites and the runner
 printf 'name: ..\nbase: {model: mlp, dataset: {kind: synthetic}}\n' >"$work/dotdot.yaml"
 expect_error "suite file name .." "name '\.\.' is not a name" -- "$asgd" sweep plan "$work/dotdot.yaml" --results "$work/results"

@@ -49,6 +49,7 @@ asgd::TrainConfig changed() {
   c.tau = 4;
   c.alpha = 0.3;
   c.lambda_dc = 0.1;
+  c.profile = "profiles/p.yaml";
   c.lr_policy = "staleness";
   c.warm_start = "w.h5";
   c.warm_steps = 0;
@@ -154,6 +155,7 @@ TEST(ConfigTable, EachCheckNamesItsField) {
   EXPECT_EQ(problems([](asgd::TrainConfig& c) {
               c = changed();
               c.virtual_learners = false;
+              c.profile.clear();
               c.staleness = c.tau = -1;  // other protocols' options: refused under softsync
               c.alpha = c.lambda_dc = -1;
             }),

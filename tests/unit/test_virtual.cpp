@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "config/config.hpp"
 #include "io/results.hpp"
@@ -93,6 +94,60 @@ TEST_P(Virtual, CheckpointOfAnotherLearnerCountIsRefused) {
   c.softsync_n = 1;
   EXPECT_THROW(asgd::sim::train_virtual(c, quiet_), asgd::Error);
   EXPECT_FALSE(fs::exists(dir_ / "t" / "runs" / "r.h5"));
+}
+
+// A run on a machine profile (the performance model): deterministic, says
+// it is modelled and by which profile, and a server that costs more than the
+// learners' compute bounds the throughput at its own rate.
+TEST_P(Virtual, ProfileRunsAreModelledDeterministicAndServerBound) {
+  auto profile = [&](const std::string& name, double accumulate) {
+    const auto path = dir_ / (name + ".yaml");
+    fs::create_directories(dir_);
+    std::ofstream(path) << "name: " << name << "\ncores: {value: 2, assumed: \"t\"}\n"
+                        << "waiting_rank_load: {value: 0.1, assumed: \"t\"}\ncompute:\n"
+                        << "  - model: mlp\n    batch: 8\n    seconds: {value: 0.01, assumed: \"t\"}\n"
+                        << "    cv: {value: 0.1, assumed: \"t\"}\nlink:\n"
+                        << "  learner: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
+                        << "  server: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
+                        << "server:\n  accumulate_s_per_param: {value: " << accumulate << ", assumed: \"t\"}\n"
+                        << "  update_s_per_param: {value: 0, assumed: \"t\"}\n";
+    return path.string();
+  };
+  TrainConfig c = small(GetParam());
+  c.timing = "normal";
+  c.compute_s = c.comm_s = 0;
+  c.checkpoint_every = 0;
+  c.epochs = 0.5;
+  c.profile = profile("fast", 1e-9);
+  c.run_id = "a";
+  const auto a = asgd::io::read_results(asgd::sim::train_virtual(c, quiet_).paths.results);
+  c.run_id = "b";
+  const auto b = asgd::io::read_results(asgd::sim::train_virtual(c, quiet_).paths.results);
+  ASSERT_EQ(a.updates.size(), b.updates.size());
+  for (std::size_t i = 0; i < a.updates.size(); ++i) {
+    EXPECT_EQ(a.updates[i].wall_s, b.updates[i].wall_s) << "update " << i;
+    EXPECT_EQ(a.updates[i].train_loss, b.updates[i].train_loss) << "update " << i;
+  }
+  EXPECT_NE(a.timing_model_json.find("\"contention\""), std::string::npos) << a.timing_model_json;
+  EXPECT_NE(a.timing_model_json.find("\"profile\":\"fast\""), std::string::npos) << a.timing_model_json;
+  EXPECT_NE(a.timing_model_json.find("\"modelled\":true"), std::string::npos) << a.timing_model_json;
+  // 4 learners at 10 ms a minibatch (6 ranks on 2 cores): far more than a
+  // server that takes 50 ms per push can take
+  c.profile = profile("slow", 5e-2 / static_cast<double>(asgd::io::read_checkpoint(
+                                                             (dir_ / "t" / "checkpoints" / "a.h5").string())
+                                                             .weights.size()));
+  c.run_id = "slow";
+  const auto s = asgd::io::read_results(asgd::sim::train_virtual(c, quiet_).paths.results);
+  std::int64_t pushes = 0;
+  for (const auto& u : s.updates) pushes += u.gradients;
+  const double per_push = s.updates.back().wall_s / static_cast<double>(pushes);
+  EXPECT_GT(per_push, 0.05);  // never faster than the server
+  // asynchronous pushes queue at the server: it is the bottleneck (hardsync
+  // adds a compute step per round, nsync's short run its start)
+  if (std::string(GetParam()) == "softsync") {
+    EXPECT_LT(per_push, 0.05 * 1.1);
+  }
+  EXPECT_LT(s.summary.samples_per_s, a.summary.samples_per_s / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, Virtual, ::testing::Values("hardsync", "softsync", "nsync"));

@@ -1,0 +1,347 @@
+// asgd calibrate: measures this machine with the project's own code and
+// writes a machine profile (perf/profile.hpp) for virtual runs (--profile):
+//  - compute: each model's minibatch gradient (the learner's local step),
+//    mean and coefficient of variation;
+//  - server: ShardCore::accept of a gradient, without and with the update,
+//    per parameter;
+//  - links: push + pull over MPI between two ranks (mpiexec -n 2 of this
+//    binary, `calibrate --link-probe`), over shared windows and over
+//    messages, sizes 4 KiB to the largest model, fitted to latency + bytes /
+//    bandwidth; the profile takes the transport real runs here use.
+#include <fmt/format.h>
+#include <mpi.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <nlohmann/json.hpp>
+
+#include "cli/calibrate.hpp"
+#include "cli/commands.hpp"
+#include "cli/kokkos_scope.hpp"
+#include "common/clock.hpp"
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/process.hpp"
+#include "common/runinfo.hpp"
+#include "ps/exchange_probe.hpp"
+#include "ps/local_steps.hpp"
+#include "ps/run_parts.hpp"
+#include "ps/shard_core.hpp"
+#include "ps/transport.hpp"
+
+namespace asgd::cli {
+
+namespace {
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+perf::Figure measured(double v, std::string how) { return {v, "measured", std::move(how)}; }
+
+struct Stats {
+  double mean = 0, cv = 0;
+};
+Stats stats(const std::vector<double>& x) {
+  double m = 0, v = 0;
+  for (double t : x) m += t;
+  m /= static_cast<double>(x.size());
+  for (double t : x) v += (t - m) * (t - m);
+  v /= static_cast<double>(std::max<std::size_t>(1, x.size() - 1));
+  return {m, m > 0 ? std::sqrt(v) / m : 0};
+}
+
+// Minibatch gradients of one model (forward, loss, backward: a learner's
+// local step) on the engine of a run.
+class Stepper {
+ public:
+  Stepper(const std::string& model, int batch, int threads) : cfg_(config(model, batch, threads)),
+        run_(ps::load_run(cfg_, batch, "cpu")), rule_(cfg_), local_(cfg_, rule_, run_.data.train),
+        sampler_(run_.data.train.n, cfg_.seed, 0, 1, cfg_.batch) {}
+  index_t n_params() const { return run_.engine->n_params(); }
+  // n untimed, then the seconds of each of `timed`
+  std::vector<double> times(int untimed, int timed) {
+    for (int i = 0; i < untimed; ++i) local_.gradient(*run_.engine, sampler_, 0, step_);
+    run_.engine->synchronize();
+    std::vector<double> t;
+    for (int i = 0; i < timed; ++i) {
+      const auto t0 = Clock::now();
+      local_.gradient(*run_.engine, sampler_, 0, step_);
+      run_.engine->synchronize();
+      t.push_back(seconds_since(t0));
+    }
+    return t;
+  }
+
+ private:
+  static TrainConfig config(const std::string& model, int batch, int threads) {
+    TrainConfig cfg;
+    cfg.model = model;
+    cfg.batch = batch;
+    cfg.threads = threads;
+    check(cfg);
+    return cfg;
+  }
+  TrainConfig cfg_;
+  ps::RunSetup run_;
+  ps::UpdateRule rule_;
+  ps::LocalSteps local_;
+  data::Sampler sampler_;
+  std::int64_t step_ = 0;
+};
+
+// One model's compute entry; its parameter count through n_params.
+perf::ComputeEntry compute_entry(const CalibrateOptions& o, const std::string& model, int batch, index_t& n_params) {
+  Stepper st(model, batch, o.threads);
+  n_params = st.n_params();
+  const Stats s = stats(st.times(2, o.steps));
+  perf::ComputeEntry e;
+  e.model = model;
+  e.batch = batch;
+  e.threads = o.threads;
+  const std::string how = fmt::format("asgd calibrate {}: {} minibatch gradients of {} (forward, loss, backward) "
+                                      "after 2 untimed, {} thread{}, one process",
+                                      today(), o.steps, model, o.threads, o.threads == 1 ? "" : "s");
+  e.seconds = measured(s.mean, "mean of " + how);
+  e.cv = measured(s.cv, "standard deviation over mean of " + how);
+  spdlog::info("compute  {:<14} batch {:<4} {:8.2f} ms  (cv {:.3f})", model, batch, 1e3 * s.mean, s.cv);
+  return e;
+}
+
+// ShardCore::accept of P parameters: softsync with c = 2 alternates an
+// accumulate-only push and one that also applies the update.
+void server_figures(perf::Profile& p, index_t P) {
+  TrainConfig cfg;
+  cfg.protocol = "softsync";
+  cfg.learners = 2;
+  cfg.softsync_n = 1;
+  cfg.max_steps = 1 << 30;
+  check(cfg);
+  ps::ShardCore core(cfg, P, 2, 1 << 30);
+  nn::View grad("calibrate::grad", P);
+  Kokkos::deep_copy(grad, 1e-6f);
+  std::vector<double> acc, upd;
+  for (int i = 0; i < 12; ++i) {
+    for (int l = 0; l < 2; ++l) {
+      const auto t0 = Clock::now();
+      core.accept({l, core.clock(), 1, 0.0, 0, {}}, 0.0, &grad);
+      Kokkos::fence();
+      (l == 0 ? acc : upd).push_back(seconds_since(t0));
+    }
+  }
+  std::sort(acc.begin(), acc.end());
+  std::sort(upd.begin(), upd.end());
+  const double a = acc[acc.size() / 2], u = std::max(0.0, upd[upd.size() / 2] - a);
+  const std::string how = fmt::format("asgd calibrate {}: ps::ShardCore::accept of {} parameters, median of 12, "
+                                      "softsync c = 2 (every other push applies the update)", today(), P);
+  p.accumulate_s_per_param = measured(a / static_cast<double>(P), "a push without the update: " + how);
+  p.update_s_per_param = measured(u / static_cast<double>(P), "a push with the update, less one without: " + how);
+  spdlog::info("server   accumulate {:.3f} ns/param, update {:.3f} ns/param", 1e9 * a / static_cast<double>(P),
+               1e9 * u / static_cast<double>(P));
+}
+
+// T = a + b B: the bandwidth term b from least squares over the sizes of
+// 1 MiB and more (smaller ones sit in the caches and would flatter it), the
+// latency a from the smallest size's time less its b B.
+std::pair<double, double> fit(const nlohmann::json& points) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& pt : points) {
+    const double x = pt[0].get<double>(), y = pt[1].get<double>();
+    if (x < 1048576.0 && points.size() > 2) continue;
+    n += 1;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double b = std::max(1e-300, (n * sxy - sx * sy) / std::max(1e-300, n * sxx - sx * sx));
+  const double x0 = points[0][0].get<double>(), y0 = points[0][1].get<double>();
+  return {std::max(0.0, y0 - b * x0), b};
+}
+
+void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) {
+  const std::string dir = std::filesystem::temp_directory_path() / fmt::format("asgd-calibrate-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/probe.json", log = dir + "/probe.log";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  spdlog::info("links    {} -n 2 {} calibrate --link-probe (sizes 4 KiB to {:.1f} MB)", o.mpiexec, self,
+               4e-6 * static_cast<double>(largest));
+  const std::string err = run_process({o.mpiexec, "-n", "2", self, "calibrate", "--link-probe", out,
+                                       "--largest", std::to_string(largest)}, log, 300);
+  if (!err.empty()) throw Error(fmt::format("calibrate: the link probe failed ({}); its output: {}", err, log));
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("messages")) throw Error("calibrate: the link probe wrote no result: " + out);
+  const bool shm = j.contains("shm");
+  const auto [a, b] = fit(j[shm ? "shm" : "messages"]);
+  const auto [am, bm] = fit(j["messages"]);
+  // an exchange is two transfers (push, pull), each through both endpoints'
+  // links: a = 4 latencies, b = 2 / bandwidth
+  const std::string how = fmt::format(
+      "asgd calibrate {}: push + pull between 2 ranks with the training code's messages and waits over {}, "
+      "{} sizes 4 KiB..{:.1f} MB, least squares T = a + b*bytes; latency a/4 per endpoint, bandwidth 2/b "
+      "(messages: a = {:.1f} us, {:.2f} GB/s)",
+      today(), shm ? "node-local shared windows (what runs on one node use)" : "messages", j["messages"].size(),
+      4e-6 * static_cast<double>(largest), 1e6 * am, 2e-9 / bm);
+  p.learner = {measured(a / 4, how), measured(2 / b, how)};
+  p.server = p.learner;
+  spdlog::info("links    latency {:.1f} us per endpoint, {:.2f} GB/s ({})", 1e6 * a / 4, 2e-9 / b,
+               shm ? "shared windows" : "messages");
+  std::filesystem::remove_all(dir);
+}
+
+// What a waiting rank takes from working ones when ranks outnumber cores:
+// C ranks compute alone (one) and together while one more waits politely;
+// together at rate r = alone / together = C / (C + load).
+void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
+  const int C = static_cast<int>(p.cores->value);
+  const std::string dir = std::filesystem::temp_directory_path() / fmt::format("asgd-calibrate-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/cores.json", log = dir + "/cores.log";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::string model = o.models.front(), batch = std::to_string(o.batches.front());
+  spdlog::info("cores    {} -n {} {} calibrate --cores-probe ({} computing, 1 waiting)", o.mpiexec, C + 1, self, C);
+  const std::string err = run_process({o.mpiexec, "-n", std::to_string(C + 1), self, "calibrate", "--cores-probe", out,
+                                       "--models", model, "--batch", batch, "--threads", std::to_string(o.threads),
+                                       "--steps", std::to_string(o.steps)}, log, 600);
+  if (!err.empty()) throw Error(fmt::format("calibrate: the cores probe failed ({}); its output: {}", err, log));
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("alone") || !j.contains("together"))
+    throw Error("calibrate: the cores probe wrote no result: " + out);
+  const double alone = j["alone"].get<double>(), together = j["together"].get<double>();
+  const double load = std::clamp(C * (together / alone - 1), 0.0, 1.0);
+  p.waiting_rank_load = measured(
+      load, fmt::format("asgd calibrate {}: mpiexec -n {}: {} of {} at batch {}, {} ms per minibatch on one rank "
+                        "alone, {} ms on {} ranks at once while one more rank waits politely for a message; "
+                        "load = cores x (together / alone - 1), clamped to 0..1",
+                        today(), C + 1, o.steps, model, batch, 1e3 * alone, 1e3 * together, C));
+  spdlog::info("cores    {:.2f} ms alone, {:.2f} ms with {} at once + 1 waiting: a waiting rank takes {:.3f} of a core",
+               1e3 * alone, 1e3 * together, C, load);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+int cmd_calibrate(const CalibrateOptions& o) {
+  const auto t0 = Clock::now();
+  perf::Profile p;
+  const RunInfo info = collect_run_info();
+  p.name = o.name.empty() ? info.host : o.name;
+  p.machine = fmt::format("{}, {} CPUs allowed, {}", info.cpu_model, info.cpus_allowed, info.blas);
+  p.description = fmt::format("measured by asgd calibrate ({}) on {}", info.git_commit, info.host);
+  p.cores = measured(info.cpus_allowed, "this process's affinity mask (sched_getaffinity) at calibration");
+  index_t largest = 1 << 20;
+  {
+    KokkosScope kokkos(o.threads);
+    for (const auto& m : o.models)
+      for (int b : o.batches) {
+        index_t n = 0;
+        p.compute.push_back(compute_entry(o, m, b, n));
+        largest = std::max(largest, n);
+      }
+    server_figures(p, largest);
+  }
+  link_figures(o, p, largest);
+  waiting_load(o, p);
+  if (o.inject_update_s > 0 || o.inject_byte_s > 0) {
+    const std::string why = fmt::format("injected into the real server with ASGD_INJECT_SERVER={:g}:{:g} (the "
+                                        "validation's server-bound runs)", o.inject_update_s, o.inject_byte_s);
+    p.inject_update_s = perf::Figure{o.inject_update_s, "assumed", why};
+    p.inject_byte_s = perf::Figure{o.inject_byte_s, "assumed", why};
+  }
+  perf::write_profile(p, o.out);
+  spdlog::info("wrote {} in {:.0f} s", o.out, seconds_since(t0));
+  return 0;
+}
+
+int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
+  const ps::Comm comm(MPI_COMM_WORLD);
+  const int C = comm.size() - 1;
+  if (C < 1) throw Error("calibrate --cores-probe: run with mpiexec -n cores+1");
+  std::optional<KokkosScope> kokkos;
+  std::optional<Stepper> st;
+  double alone = 0, together = 0;
+  char token = 0;
+  auto tell = [&](int to) {
+    MPI_Request r = ps::isend(token, to, 1, comm.get());
+    ps::polite_wait(r, ps::Wait::transfer);
+  };
+  auto await = [&](int from) {  // the server's polite wait for a message
+    ps::polite_probe(from, 1, comm.get());
+    MPI_Request r = ps::irecv(token, from, 1, comm.get());
+    ps::polite_wait(r, ps::Wait::event);
+  };
+  if (comm.rank() > 0) {
+    kokkos.emplace(o.threads);
+    st.emplace(o.models.front(), o.batches.front(), o.threads);
+    st->times(2, 0);
+  }
+  // everyone ready; then rank 1 alone while the others wait politely
+  if (comm.rank() > 0) tell(0);
+  if (comm.rank() == 0) {
+    for (int q = 1; q <= C; ++q) await(q);
+    for (int q = 1; q <= C; ++q) tell(q);
+  } else {
+    await(0);
+  }
+  if (comm.rank() == 1) alone = stats(st->times(0, o.steps)).mean;
+  if (comm.rank() == 1) for (int q = 0; q <= C; ++q) if (q != 1) tell(q);
+  if (comm.rank() != 1) await(1);
+  // all C at once; rank 0 waits politely for each to finish
+  if (comm.rank() > 0) {
+    together = stats(st->times(0, o.steps)).mean;
+    tell(0);
+  } else {
+    for (int q = 1; q <= C; ++q) await(q);
+  }
+  std::vector<double> all(static_cast<std::size_t>(C + 1));
+  ps::mpi_check(MPI_Gather(&together, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
+  double a1 = alone;
+  ps::mpi_check(MPI_Bcast(&a1, 1, MPI_DOUBLE, 1, comm.get()), "Bcast");
+  st.reset();
+  if (comm.rank() == 0) {
+    double mean = 0;
+    for (int q = 1; q <= C; ++q) mean += all[static_cast<std::size_t>(q)] / C;
+    write_file_atomic(o.cores_probe, nlohmann::json{{"alone", a1}, {"together", mean}}.dump());
+  }
+  return 0;
+}
+
+int cmd_calibrate_probe(const std::string& out, index_t largest) {
+  const ps::Comm comm(MPI_COMM_WORLD);
+  if (comm.size() != 2) throw Error("calibrate --link-probe: run with mpiexec -n 2");
+  std::vector<index_t> sizes{1024, 16384, 262144, 1048576};
+  if (largest > sizes.back()) sizes.push_back(largest);
+  nlohmann::json j;
+  for (bool shm : {true, false}) {
+    nlohmann::json pts = nlohmann::json::array();
+    try {
+      for (index_t n : sizes) {
+        const double bytes = 4.0 * static_cast<double>(n);
+        const int iters = static_cast<int>(std::clamp(4e8 / bytes, 10.0, 400.0));
+        std::vector<double> t;
+        for (int r = 0; r < 3; ++r) t.push_back(ps::exchange_seconds(comm, n, iters, shm));
+        std::sort(t.begin(), t.end());
+        pts.push_back({bytes, t[1]});
+      }
+    } catch (const Error&) {
+      if (!shm) throw;
+      continue;  // no shared windows here: messages only
+    }
+    j[shm ? "shm" : "messages"] = pts;
+  }
+  if (comm.rank() == 0) write_file_atomic(out, j.dump());
+  return 0;
+}
+
+}  // namespace asgd::cli

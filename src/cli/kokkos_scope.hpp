@@ -1,0 +1,22 @@
+#pragma once
+// Kokkos lives exactly as long as a KokkosScope (views must die before
+// finalize). threads: --threads (common/blas_env.hpp: threads_per_rank).
+#include <Kokkos_Core.hpp>
+
+#include "common/blas_env.hpp"
+
+namespace asgd::cli {
+
+struct KokkosScope {
+  explicit KokkosScope(int threads = 1) {
+    Kokkos::InitArguments args;
+    args.disable_warnings = true;
+    args.num_threads = threads_per_rank(threads);
+    Kokkos::initialize(args);
+  }
+  ~KokkosScope() { Kokkos::finalize(); }
+  KokkosScope(const KokkosScope&) = delete;
+  KokkosScope& operator=(const KokkosScope&) = delete;
+};
+
+}  // namespace asgd::cli

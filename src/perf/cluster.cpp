@@ -1,0 +1,305 @@
+#include "perf/cluster.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace asgd::perf {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
+    : spec_(std::move(spec)), draw_(std::move(draw)) {
+  const auto L = static_cast<std::size_t>(spec_.learners);
+  const auto S = static_cast<std::size_t>(spec_.shards);
+  if (spec_.learners < 1 || spec_.shards < 1 || spec_.shard_params.size() != S || spec_.gradients_per_update < 1)
+    throw std::invalid_argument("perf::Cluster: learners, shards, shard sizes and c must be positive");
+  if (spec_.cores > 0) {
+    cores_res_ = 0;
+    capacity_.push_back(spec_.cores);
+  }
+  learner_res0_ = static_cast<int>(capacity_.size());
+  capacity_.insert(capacity_.end(), L, spec_.learner_Bps);
+  shard_res0_ = static_cast<int>(capacity_.size());
+  capacity_.insert(capacity_.end(), S, spec_.server_Bps);
+  users_.assign(capacity_.size(), 0);
+  shards_.resize(S);
+  learners_.resize(L);
+  times_.resize(L);
+  pushed_at_.assign(L, -1);
+}
+
+void Cluster::timer(double dt, Tag tag) { timers_.push({now_ + dt, seq_++, tag}); }
+
+// A fluid activity: `left` units at up to max_rate per second, on at most two
+// resources whose capacity it shares equally with their other users.
+int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag) {
+  std::size_t slot = 0;
+  while (slot < acts_.size() && acts_[slot].live) ++slot;
+  if (slot == acts_.size()) {
+    acts_.emplace_back();
+    started_.push_back(0);
+  }
+  Activity& a = acts_[slot];
+  a = Activity{};
+  a.left = left;
+  a.max_rate = max_rate;
+  a.res[0] = res0;
+  a.res[1] = res1;
+  a.live = true;
+  a.tag = tag;
+  started_[slot] = now_;
+  for (int r : a.res)
+    if (r >= 0) ++users_[static_cast<std::size_t>(r)];
+  rates();
+  return static_cast<int>(slot);
+}
+
+// The bytes of a transfer flow after both endpoints' latencies.
+void Cluster::transfer(int learner, int shard, double bytes, Tag then) {
+  int id = 0;
+  if (free_transfers_.empty()) {
+    id = static_cast<int>(transfers_.size());
+    transfers_.push_back({});
+  } else {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  }
+  transfers_[static_cast<std::size_t>(id)] = {learner, shard, bytes, then};
+  Tag t{Kind::latency};
+  t.transfer = id;
+  timer(spec_.learner_latency_s + spec_.server_latency_s, t);
+}
+
+void Cluster::rates() {
+  // the cores: shared only when the ranks outnumber them
+  double cpu = 1;
+  if (cores_res_ >= 0) {
+    const double working = users_[static_cast<std::size_t>(cores_res_)];
+    const double ranks = spec_.learners + spec_.shards;
+    if (ranks > spec_.cores && working > 0)
+      cpu = std::min(1.0, spec_.cores / (working + spec_.waiting_rank_load * (ranks - working)));
+  }
+  for (auto& a : acts_) {
+    if (!a.live) continue;
+    double r = a.max_rate;
+    for (int res : a.res) {
+      if (res < 0) continue;
+      r = std::min(r, res == cores_res_ ? cpu
+                                        : capacity_[static_cast<std::size_t>(res)] / users_[static_cast<std::size_t>(res)]);
+    }
+    a.rate = r;
+  }
+}
+
+void Cluster::advance(double t) {
+  const double dt = t - now_;
+  if (dt > 0)
+    for (auto& a : acts_)
+      if (a.live) a.left = std::max(0.0, a.left - a.rate * dt);
+  now_ = std::max(now_, t);
+}
+
+std::optional<int> Cluster::next() {
+  if (decided_) throw std::logic_error("perf::Cluster::next: release() the push returned before");
+  while (!pending_) {
+    const double tt = timers_.empty() ? kInf : timers_.top().time;
+    double ta = kInf;
+    std::size_t a = acts_.size();
+    for (std::size_t i = 0; i < acts_.size(); ++i) {
+      if (!acts_[i].live) continue;
+      const double t = acts_[i].rate > 0 ? now_ + acts_[i].left / acts_[i].rate : kInf;
+      if (t < ta) {
+        ta = t;
+        a = i;
+      }
+    }
+    if (tt == kInf && ta == kInf) return std::nullopt;
+    if (tt <= ta) {
+      const Timer x = timers_.top();
+      timers_.pop();
+      advance(x.time);
+      handle(x.tag);
+    } else {
+      advance(ta);
+      Activity& done = acts_[a];
+      done.live = false;
+      done.left = 0;
+      for (int r : done.res)
+        if (r >= 0) --users_[static_cast<std::size_t>(r)];
+      rates();
+      if (done.tag.kind == Kind::compute) times_[static_cast<std::size_t>(done.tag.learner)].compute_s += now_ - started_[a];
+      handle(done.tag);
+    }
+  }
+  decided_ = pending_;
+  pending_.reset();
+  return pushes_[static_cast<std::size_t>(*decided_)].learner;
+}
+
+void Cluster::handle(const Tag& tag) {
+  const int k = tag.shard, l = tag.learner;
+  switch (tag.kind) {
+    case Kind::latency: {
+      const Transfer x = transfers_[static_cast<std::size_t>(tag.transfer)];
+      free_transfers_.push_back(tag.transfer);
+      if (x.bytes <= 0) {
+        handle(x.then);
+        return;
+      }
+      activity(x.bytes, kInf, learner_res0_ + x.learner, shard_res0_ + x.shard, x.then);
+      return;
+    }
+    case Kind::staged:
+      activity(draw_(l) + spec_.cycle_cpu_s, 1.0, cores_res_, -1, Tag{Kind::compute, l, -1});
+      return;
+    case Kind::compute:
+      start_push(l);
+      return;
+    case Kind::recv: {
+      Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
+      if (++p.received == spec_.shards) {
+        pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
+        times_[static_cast<std::size_t>(p.learner)].push_s += now_ - p.made;
+      }
+      if (spec_.inject_byte_s > 0) {
+        timer(bytes(k) * spec_.inject_byte_s, Tag{Kind::recv_injected, l, k});
+        return;
+      }
+      apply(k);
+      return;
+    }
+    case Kind::recv_injected:
+      apply(k);
+      return;
+    case Kind::apply:
+      if (shards_[static_cast<std::size_t>(k)].applied % spec_.gradients_per_update == 0 && spec_.inject_update_s > 0) {
+        timer(spec_.inject_update_s, Tag{Kind::apply_injected, l, k});
+        return;
+      }
+      applied(k);
+      return;
+    case Kind::apply_injected:
+      applied(k);
+      return;
+    case Kind::reply_injected: {
+      Shard& s = shards_[static_cast<std::size_t>(k)];
+      for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k});
+      return;
+    }
+    case Kind::reply: {
+      Shard& s = shards_[static_cast<std::size_t>(k)];
+      reply_arrived(l);
+      if (--s.replies_left == 0) {
+        s.busy = false;
+        try_start(k);
+      }
+      return;
+    }
+  }
+}
+
+void Cluster::start(double t) {
+  now_ = t;
+  std::vector<int> all;
+  for (int l = 0; l < spec_.learners; ++l) all.push_back(l);
+  for (auto& ln : learners_) {
+    ln.replies_left = spec_.shards;
+    ln.released_at = t;
+  }
+  for (int k = 0; k < spec_.shards; ++k) {
+    shards_[static_cast<std::size_t>(k)].busy = true;
+    shards_[static_cast<std::size_t>(k)].reply_to = all;
+    send_replies(k);
+  }
+}
+
+void Cluster::start_push(int l) {
+  const auto id = static_cast<std::int64_t>(pushes_.size());
+  pushes_.push_back({l, now_});
+  for (int k = 0; k < spec_.shards; ++k) {
+    shards_[static_cast<std::size_t>(k)].pushes.push(id);
+    try_start(k);
+  }
+}
+
+void Cluster::try_start(int k) {
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  if (s.busy || s.pushes.empty()) return;
+  s.job = s.pushes.front();
+  s.pushes.pop();
+  s.busy = true;
+  const int l = pushes_[static_cast<std::size_t>(s.job)].learner;
+  transfer(l, k, bytes(k), Tag{Kind::recv, l, k});
+}
+
+// The push received: its apply (and the update's, at every c-th) on a CPU.
+void Cluster::apply(int k) {
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  const bool update = ++s.applied % spec_.gradients_per_update == 0;
+  const double work = spec_.shard_params[static_cast<std::size_t>(k)] *
+                      (spec_.accumulate_s_per_param + (update ? spec_.update_s_per_param : 0.0));
+  const Tag t{Kind::apply, pushes_[static_cast<std::size_t>(s.job)].learner, k};
+  if (work > 0)
+    activity(work, 1.0, cores_res_, -1, t);
+  else
+    handle(t);
+}
+
+void Cluster::applied(int k) {
+  Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
+  if (++p.applied == spec_.shards) pending_ = shards_[static_cast<std::size_t>(k)].job;
+}
+
+void Cluster::release(const std::vector<int>& learners) {
+  if (!decided_) throw std::logic_error("perf::Cluster::release: no push to decide on");
+  decided_.reset();
+  for (int q : learners) {
+    auto& ln = learners_[static_cast<std::size_t>(q)];
+    const double pushed = pushed_at_[static_cast<std::size_t>(q)];
+    if (pushed >= 0) times_[static_cast<std::size_t>(q)].wait_s += now_ - pushed;
+    ln.replies_left = spec_.shards;
+    ln.released_at = now_;
+  }
+  for (int k = 0; k < spec_.shards; ++k) {
+    shards_[static_cast<std::size_t>(k)].reply_to = learners;
+    send_replies(k);
+  }
+}
+
+void Cluster::send_replies(int k) {
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  const auto n = static_cast<int>(s.reply_to.size());
+  if (n == 0) {
+    s.busy = false;
+    try_start(k);
+    return;
+  }
+  s.replies_left = n;
+  if (spec_.inject_byte_s > 0) {
+    timer(n * bytes(k) * spec_.inject_byte_s, Tag{Kind::reply_injected, -1, k});
+    return;
+  }
+  handle(Tag{Kind::reply_injected, -1, k});
+}
+
+void Cluster::reply_arrived(int l) {
+  auto& ln = learners_[static_cast<std::size_t>(l)];
+  if (--ln.replies_left > 0) return;
+  times_[static_cast<std::size_t>(l)].pull_s += now_ - ln.released_at;
+  begin_compute(l);
+}
+
+void Cluster::begin_compute(int l) {
+  if (spec_.stage_s > 0) {
+    times_[static_cast<std::size_t>(l)].stage_s += spec_.stage_s;
+    timer(spec_.stage_s, Tag{Kind::staged, l, -1});
+    return;
+  }
+  handle(Tag{Kind::staged, l, -1});
+}
+
+}  // namespace asgd::perf

@@ -1,0 +1,267 @@
+#include "perf/profile.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <initializer_list>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/text.hpp"
+
+namespace asgd::perf {
+
+namespace {
+
+constexpr const char* kSources[] = {"measured", "stated", "assumed"};
+
+// Reading one file: every problem is "<file>: <key>: <what>".
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(fmt::format("profile {}: {}: {}", path_, key, what));
+  }
+
+  // Only these keys in a mapping.
+  void only(const YAML::Node& n, const std::string& at, std::initializer_list<const char*> known) const {
+    if (!n.IsMap()) fail(at, "want a mapping");
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      bool ok = false;
+      std::string list;
+      for (const char* want : known) {
+        ok = ok || k == want;
+        list += (list.empty() ? "" : ", ") + std::string(want);
+      }
+      if (!ok) fail(join(at, k), fmt::format("unknown key (known: {})", list));
+    }
+  }
+
+  static std::string join(const std::string& at, const std::string& k) { return at.empty() ? k : at + "." + k; }
+
+  std::string text(const YAML::Node& n, const std::string& key, bool required) const {
+    if (!n.IsDefined() || n.IsNull()) {
+      if (required) fail(key, "missing");
+      return "";
+    }
+    if (!n.IsScalar()) fail(key, "want text");
+    return n.Scalar();
+  }
+
+  static bool number(const std::string& s, double& out) {
+    std::string_view v = s;
+    if (!v.empty() && v.front() == '+') v.remove_prefix(1);
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    return !v.empty() && ec == std::errc() && p == v.data() + v.size() && std::isfinite(out);
+  }
+
+  int whole(const YAML::Node& n, const std::string& key, int lo) const {
+    double v = 0;
+    if (!n.IsDefined() || n.IsNull()) fail(key, "missing");
+    if (!n.IsScalar() || !number(n.Scalar(), v) || v != std::floor(v) || v < lo || v > 1e6)
+      fail(key, fmt::format("'{}' is not a whole number >= {}", n.IsScalar() ? shorten(n.Scalar()) : "?", lo));
+    return static_cast<int>(v);
+  }
+
+  // {value: x, measured|stated|assumed: "..."}, value >= 0 (> 0 where positive).
+  Figure figure(const YAML::Node& n, const std::string& key, bool positive) const {
+    if (!n.IsDefined() || n.IsNull()) fail(key, "missing");
+    if (!n.IsMap()) fail(key, "want {value: NUMBER, measured|stated|assumed: TEXT}");
+    only(n, key, {"value", "measured", "stated", "assumed"});
+    Figure f;
+    const YAML::Node v = n["value"];
+    if (!v.IsDefined() || v.IsNull()) fail(join(key, "value"), "missing");
+    if (!v.IsScalar() || !number(v.Scalar(), f.value))
+      fail(join(key, "value"), fmt::format("'{}' is not a finite number", v.IsScalar() ? shorten(v.Scalar()) : "?"));
+    if (f.value < 0) fail(join(key, "value"), fmt::format("{} is negative", f.value));
+    if (positive && f.value <= 0) fail(join(key, "value"), fmt::format("{} must be > 0", f.value));
+    for (const char* s : kSources)
+      if (n[s].IsDefined()) {
+        if (!f.source.empty()) fail(key, "give one of measured, stated, assumed");
+        f.source = s;
+        f.note = text(n[s], join(key, s), true);
+        if (f.note.empty()) fail(join(key, s), "say how, where or why");
+      }
+    if (f.source.empty()) fail(key, "say where the figure comes from: measured, stated or assumed");
+    return f;
+  }
+
+  std::optional<Figure> optional_figure(const YAML::Node& n, const std::string& key, bool positive) const {
+    if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+    return figure(n, key, positive);
+  }
+
+  Link link(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsDefined() || n.IsNull()) fail(key, "missing");
+    only(n, key, {"latency_s", "bandwidth_Bps"});
+    return {figure(n["latency_s"], join(key, "latency_s"), false),
+            figure(n["bandwidth_Bps"], join(key, "bandwidth_Bps"), true)};
+  }
+
+  ComputeEntry compute(const YAML::Node& n, const std::string& key) const {
+    only(n, key, {"model", "batch", "device", "threads", "seconds", "gflops", "cv"});
+    ComputeEntry e;
+    e.device = n["device"].IsDefined() ? text(n["device"], join(key, "device"), true) : "cpu";
+    if (e.device != "cpu" && e.device != "cuda") fail(join(key, "device"), fmt::format("'{}' is not cpu or cuda", shorten(e.device)));
+    e.threads = n["threads"].IsDefined() ? whole(n["threads"], join(key, "threads"), 1) : 1;
+    e.seconds = optional_figure(n["seconds"], join(key, "seconds"), true);
+    e.gflops = optional_figure(n["gflops"], join(key, "gflops"), true);
+    if (e.seconds.has_value() == e.gflops.has_value()) fail(key, "give seconds (with model and batch) or gflops");
+    if (e.seconds) {
+      e.model = text(n["model"], join(key, "model"), true);
+      e.batch = whole(n["batch"], join(key, "batch"), 1);
+    } else if (n["model"].IsDefined() || n["batch"].IsDefined()) {
+      fail(key, "a gflops entry is for every model: no model or batch");
+    }
+    e.cv = figure(n["cv"], join(key, "cv"), false);
+    return e;
+  }
+
+ private:
+  std::string path_;
+};
+
+std::string& search_dir() {
+  static std::string dir;
+  return dir;
+}
+
+}  // namespace
+
+void set_profile_search_dir(std::string dir) { search_dir() = std::move(dir); }
+
+std::string find_profile(const std::string& path) {
+  if (path.empty() || path.front() == '/' || search_dir().empty() || std::filesystem::exists(path)) return path;
+  const std::string there = search_dir() + "/" + path;
+  return std::filesystem::exists(there) ? there : path;
+}
+
+Profile read_profile(const std::string& path) {
+  const Reader r(path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error(fmt::format("profile {}: cannot read the file", path));
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("profile {}: line {}: not YAML: {}", path, e.mark.line + 1, e.msg));
+  }
+  if (!root.IsMap()) r.fail("(top)", "want a mapping of name, compute, link, server, ...");
+  r.only(root, "", {"name", "description", "machine", "cores", "waiting_rank_load", "compute", "link", "server",
+                   "inject"});
+  Profile p;
+  p.path = path;
+  p.name = r.text(root["name"], "name", true);
+  p.description = r.text(root["description"], "description", false);
+  p.machine = r.text(root["machine"], "machine", false);
+  p.cores = r.optional_figure(root["cores"], "cores", true);
+  p.waiting_rank_load = r.optional_figure(root["waiting_rank_load"], "waiting_rank_load", false);
+  if (p.waiting_rank_load && p.waiting_rank_load->value > 1)
+    r.fail("waiting_rank_load.value", fmt::format("{} is more than one core", p.waiting_rank_load->value));
+  const YAML::Node c = root["compute"];
+  if (!c.IsDefined() || !c.IsSequence() || c.size() == 0) r.fail("compute", "want a list of at least one entry");
+  for (std::size_t i = 0; i < c.size(); ++i) p.compute.push_back(r.compute(c[i], fmt::format("compute[{}]", i)));
+  const YAML::Node link = root["link"];
+  if (!link.IsDefined()) r.fail("link", "missing");
+  r.only(link, "link", {"learner", "server", "pcie_Bps"});
+  p.learner = r.link(link["learner"], "link.learner");
+  p.server = r.link(link["server"], "link.server");
+  p.pcie_Bps = r.optional_figure(link["pcie_Bps"], "link.pcie_Bps", true);
+  const YAML::Node s = root["server"];
+  if (!s.IsDefined()) r.fail("server", "missing");
+  r.only(s, "server", {"accumulate_s_per_param", "update_s_per_param"});
+  p.accumulate_s_per_param = r.figure(s["accumulate_s_per_param"], "server.accumulate_s_per_param", false);
+  p.update_s_per_param = r.figure(s["update_s_per_param"], "server.update_s_per_param", false);
+  if (const YAML::Node inj = root["inject"]; inj.IsDefined() && !inj.IsNull()) {
+    r.only(inj, "inject", {"update_s", "byte_s"});
+    p.inject_update_s = r.optional_figure(inj["update_s"], "inject.update_s", false);
+    p.inject_byte_s = r.optional_figure(inj["byte_s"], "inject.byte_s", false);
+  }
+  for (const auto& e : p.compute)
+    if (e.device == "cuda" && !p.pcie_Bps)
+      r.fail("link.pcie_Bps", "missing (a cuda compute entry stages to and from the host)");
+  return p;
+}
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += (ch == '\n' || ch == '\r') ? ' ' : ch;
+  }
+  return out + "\"";
+}
+
+std::string fig(const Figure& f) {
+  return fmt::format("{{value: {:.6g}, {}: {}}}", f.value, f.source, quoted(f.note));
+}
+
+}  // namespace
+
+std::string profile_yaml(const Profile& p) {
+  std::ostringstream o;
+  o << "# asgd machine profile (README: \"Machine profiles\")\n";
+  o << "name: " << quoted(p.name) << "\n";
+  if (!p.description.empty()) o << "description: " << quoted(p.description) << "\n";
+  if (!p.machine.empty()) o << "machine: " << quoted(p.machine) << "\n";
+  if (p.cores) o << "cores: " << fig(*p.cores) << "\n";
+  if (p.waiting_rank_load) o << "waiting_rank_load: " << fig(*p.waiting_rank_load) << "\n";
+  o << "compute:\n";
+  for (const auto& e : p.compute) {
+    if (e.seconds)
+      o << "  - model: " << e.model << "\n    batch: " << e.batch << "\n    device: " << e.device
+        << "\n    threads: " << e.threads << "\n    seconds: " << fig(*e.seconds) << "\n";
+    else
+      o << "  - device: " << e.device << "\n    gflops: " << fig(*e.gflops) << "\n";
+    o << "    cv: " << fig(e.cv) << "\n";
+  }
+  o << "link:\n  learner:\n    latency_s: " << fig(p.learner.latency_s)
+    << "\n    bandwidth_Bps: " << fig(p.learner.bandwidth_Bps) << "\n  server:\n    latency_s: "
+    << fig(p.server.latency_s) << "\n    bandwidth_Bps: " << fig(p.server.bandwidth_Bps) << "\n";
+  if (p.pcie_Bps) o << "  pcie_Bps: " << fig(*p.pcie_Bps) << "\n";
+  o << "server:\n  accumulate_s_per_param: " << fig(p.accumulate_s_per_param)
+    << "\n  update_s_per_param: " << fig(p.update_s_per_param) << "\n";
+  if (p.inject_update_s || p.inject_byte_s) {
+    o << "inject:\n";
+    if (p.inject_update_s) o << "  update_s: " << fig(*p.inject_update_s) << "\n";
+    if (p.inject_byte_s) o << "  byte_s: " << fig(*p.inject_byte_s) << "\n";
+  }
+  return o.str();
+}
+
+void write_profile(const Profile& p, const std::string& path) { write_file_atomic(path, profile_yaml(p)); }
+
+std::optional<ComputeTime> compute_time(const Profile& p, const std::string& model, int batch, int threads,
+                                        double flops_per_sample) {
+  for (std::size_t i = 0; i < p.compute.size(); ++i) {
+    const ComputeEntry& e = p.compute[i];
+    if (!e.seconds || e.model != model || e.batch != batch || e.threads != threads) continue;
+    return ComputeTime{e.seconds->value, e.cv.value, e.device == "cuda",
+                       fmt::format("compute[{}] ({}, batch {}, {}, {} thread{})", i, model, batch, e.device,
+                                   threads, threads == 1 ? "" : "s")};
+  }
+  for (std::size_t i = 0; i < p.compute.size(); ++i) {
+    const ComputeEntry& e = p.compute[i];
+    if (!e.gflops) continue;
+    const double s = flops_per_sample * batch / (e.gflops->value * 1e9);
+    return ComputeTime{s, e.cv.value, e.device == "cuda",
+                       fmt::format("compute[{}] ({} at {:g} GFLOP/s)", i, e.device, e.gflops->value)};
+  }
+  return std::nullopt;
+}
+
+std::string no_compute_time(const Profile& p, const std::string& model, int batch, int threads) {
+  return fmt::format("profile {}: compute: no entry for model {} at batch {} with {} thread{} (and no gflops entry); "
+                     "add one (asgd calibrate --models {} --batch {})",
+                     p.path, model, batch, threads, threads == 1 ? "" : "s", model, batch);
+}
+
+}  // namespace asgd::perf

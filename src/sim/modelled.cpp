@@ -1,0 +1,65 @@
+#include "sim/modelled.hpp"
+
+#include "common/error.hpp"
+#include "ps/shards.hpp"
+
+namespace asgd::sim {
+
+Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sample, int c, int local_updates) {
+  Modelled m;
+  m.profile = perf::read_profile(perf::find_profile(cfg.profile));
+  const int batch = static_cast<int>(cfg.batch);
+  const auto ct = perf::compute_time(m.profile, cfg.model, batch, cfg.threads, flops_per_sample);
+  if (!ct) throw Error(perf::no_compute_time(m.profile, cfg.model, batch, cfg.threads));
+  m.compute = *ct;
+  perf::ClusterSpec& s = m.spec;
+  s.learners = cfg.learners;
+  s.shards = cfg.servers;
+  for (int k = 0; k < cfg.servers; ++k)
+    s.shard_params.push_back(static_cast<double>(ps::shard_of(n_params, k, cfg.servers).len));
+  s.gradients_per_update = c;
+  const perf::Profile& p = m.profile;
+  s.learner_latency_s = p.learner.latency_s.value;
+  s.learner_Bps = p.learner.bandwidth_Bps.value;
+  s.server_latency_s = p.server.latency_s.value;
+  s.server_Bps = p.server.bandwidth_Bps.value;
+  s.accumulate_s_per_param = p.accumulate_s_per_param.value;
+  s.update_s_per_param = p.update_s_per_param.value;
+  s.inject_update_s = p.inject_update_s ? p.inject_update_s->value : 0;
+  s.inject_byte_s = p.inject_byte_s ? p.inject_byte_s->value : 0;
+  s.cores = p.cores ? p.cores->value : 0;
+  s.waiting_rank_load = p.waiting_rank_load ? p.waiting_rank_load->value : 0;
+  // a learner's local SGD update costs what a shard's does, per parameter
+  s.cycle_cpu_s = local_updates * p.update_s_per_param.value * static_cast<double>(n_params);
+  // GPU learners copy the weights to the device and the gradient back
+  if (m.compute.cuda) s.stage_s = 2.0 * 4.0 * static_cast<double>(n_params) / p.pcie_Bps->value;
+  return m;
+}
+
+nlohmann::json describe(const Modelled& m) {
+  const perf::Profile& p = m.profile;
+  const perf::ClusterSpec& s = m.spec;
+  return {{"model", "contention"},
+          {"modelled", true},
+          {"profile", p.name},
+          {"profile_path", p.path},
+          {"profile_machine", p.machine},
+          {"compute_from", m.compute.from},
+          {"learner_latency_s", s.learner_latency_s},
+          {"learner_Bps", s.learner_Bps},
+          {"server_latency_s", s.server_latency_s},
+          {"server_Bps", s.server_Bps},
+          {"accumulate_s_per_param", s.accumulate_s_per_param},
+          {"update_s_per_param", s.update_s_per_param},
+          {"inject_update_s", s.inject_update_s},
+          {"inject_byte_s", s.inject_byte_s},
+          {"cores", s.cores},
+          {"waiting_rank_load", s.waiting_rank_load},
+          {"cycle_cpu_s", s.cycle_cpu_s},
+          {"stage_s", s.stage_s},
+          {"shards", s.shards},
+          {"note", "virtual clock with server shards, links and cores as resources (perf/cluster.hpp), figures "
+                   "from the profile; gradients are computed for real on each learner's stale weights"}};
+}
+
+}  // namespace asgd::sim

@@ -1,0 +1,356 @@
+// The performance model (perf/cluster.hpp) against cases worked by hand, and
+// machine profiles (perf/profile.hpp): reading, writing, every refusal.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "perf/cluster.hpp"
+#include "perf/profile.hpp"
+
+namespace asgd::perf {
+namespace {
+
+ClusterSpec one(double params = 1000) {
+  ClusterSpec s;
+  s.shard_params = {params};
+  return s;
+}
+
+// Runs the cluster for n decisions, releasing the pusher each time (an
+// asynchronous server); returns the times of the decisions.
+std::vector<double> async_times(Cluster& c, int n) {
+  std::vector<double> t;
+  for (int i = 0; i < n; ++i) {
+    const auto l = c.next();
+    if (!l) break;
+    t.push_back(c.now());
+    c.release({*l});
+  }
+  return t;
+}
+
+TEST(Cluster, OneLearnerCycleIsPullComputePushApply) {
+  ClusterSpec s = one(1e6);  // 4 MB each way
+  s.learner_latency_s = 1e-5;
+  s.server_latency_s = 2e-5;
+  s.learner_Bps = 8e9;
+  s.server_Bps = 4e9;  // the slower link decides
+  s.accumulate_s_per_param = 1e-9;
+  s.update_s_per_param = 2e-9;
+  Cluster c(s, [](int) { return 0.05; });
+  c.start(1.0);
+  const double transfer = 3e-5 + 4e6 / 4e9;
+  const double cycle = 2 * transfer + 0.05 + 1e6 * 3e-9;
+  const auto t = async_times(c, 3);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_NEAR(t[0], 1.0 + cycle, 1e-12);
+  EXPECT_NEAR(t[1], 1.0 + 2 * cycle, 1e-12);
+  EXPECT_NEAR(t[2], 1.0 + 3 * cycle, 1e-12);
+  EXPECT_NEAR(c.times(0).compute_s, 3 * 0.05, 1e-12);
+}
+
+TEST(Cluster, UpdateCostOnlyAtEveryCthPush) {
+  ClusterSpec s = one(1e6);
+  s.learners = 2;
+  s.gradients_per_update = 2;
+  s.accumulate_s_per_param = 1e-9;  // 1 ms per push
+  s.update_s_per_param = 1e-8;      // 10 ms per update
+  s.inject_update_s = 0.1;          // and 100 ms injected per update
+  Cluster c(s, [](int) { return 1.0; });
+  c.start(0);
+  // both push at 1.0; the first is applied at 1.001, the second (an update) at 1.001 + 0.011 + 0.1
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.now(), 1.001, 1e-12);
+  c.release({});  // a barrier: nobody yet
+  EXPECT_EQ(c.next(), 1);
+  EXPECT_NEAR(c.now(), 1.112, 1e-12);
+}
+
+TEST(Cluster, ServerBoundThroughputIsItsServiceRate) {
+  ClusterSpec s = one(1e6);
+  s.learners = 8;
+  s.accumulate_s_per_param = 1e-8;  // 10 ms per push: 100 pushes/s at most
+  Cluster c(s, [](int) { return 0.001; });
+  c.start(0);
+  const auto t = async_times(c, 400);
+  ASSERT_EQ(t.size(), 400u);
+  EXPECT_NEAR((t[399] - t[99]) / 300, 0.01, 1e-9);
+}
+
+TEST(Cluster, ComputeBoundThroughputScalesWithLearners) {
+  for (int L : {1, 2, 4}) {
+    ClusterSpec s = one(10);
+    s.learners = L;
+    Cluster c(s, [](int) { return 0.1; });
+    c.start(0);
+    const auto t = async_times(c, 40 * L);
+    EXPECT_NEAR((t.back() - t[10 * L - 1]) / (30 * L), 0.1 / L, 1e-9) << L;
+  }
+}
+
+TEST(Cluster, ALinkIsSharedByItsTransfers) {
+  ClusterSpec s = one(1e6);  // 4 MB
+  s.learners = 2;
+  s.learner_Bps = 4e9;
+  s.server_Bps = 4e9;
+  Cluster c(s, [](int) { return 0.5; });
+  c.start(0);
+  // the two first replies share the shard's link: both done at 2 ms; both
+  // push at 0.502; the shard receives one at a time: the first at 0.503
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.now(), 0.503, 1e-12);
+  EXPECT_NEAR(c.times(0).pull_s, 0.002, 1e-12);
+}
+
+TEST(Cluster, CoresAreSharedWhenRanksOutnumberThem) {
+  ClusterSpec s = one(10);
+  s.learners = 2;
+  s.cores = 1;  // 3 ranks on one core: the two computing learners share it
+  Cluster c(s, [](int) { return 0.1; });
+  c.start(0);
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.now(), 0.2, 1e-12);
+  // two cores and a waiting rank that takes 0.2 of a core: 2 / 2.2 each
+  s.cores = 2;
+  s.waiting_rank_load = 0.2;
+  Cluster d(s, [](int) { return 0.1; });
+  d.start(0);
+  d.next();
+  EXPECT_NEAR(d.now(), 0.11, 1e-12);
+  // as many cores as ranks: nobody shares
+  s.cores = 3;
+  Cluster e(s, [](int) { return 0.1; });
+  e.start(0);
+  e.next();
+  EXPECT_NEAR(e.now(), 0.1, 1e-12);
+}
+
+TEST(Cluster, ShardsSplitTheBytesAndTheApply) {
+  ClusterSpec s;
+  s.shards = 2;
+  s.shard_params = {5e5, 5e5};
+  s.server_Bps = 2e9;  // 1 ms per 2 MB shard
+  s.accumulate_s_per_param = 2e-9;  // 1 ms per shard
+  Cluster c(s, [](int) { return 0.01; });
+  c.start(0);
+  // replies: the learner's link (unlimited) takes both shards' at once: 1 ms
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.now(), 0.001 + 0.01 + 0.001 + 0.001, 1e-12);
+}
+
+TEST(Cluster, InjectedByteCostOnEveryTransferAtTheShard) {
+  ClusterSpec s = one(1e6);
+  s.inject_byte_s = 1e-9;  // 4 ms per 4 MB
+  Cluster c(s, [](int) { return 0.1; });
+  c.start(0);
+  const auto t = async_times(c, 2);
+  EXPECT_NEAR(t[0], 0.004 + 0.1 + 0.004, 1e-12);
+  EXPECT_NEAR(t[1] - t[0], 0.004 + 0.1 + 0.004, 1e-12);
+}
+
+TEST(Cluster, DeterministicWithRandomDraws) {
+  auto run = [] {
+    ClusterSpec s = one(3e6);
+    s.learners = 5;
+    s.shards = 2;
+    s.shard_params = {1.5e6, 1.5e6};
+    s.cores = 2;
+    s.waiting_rank_load = 0.1;
+    s.learner_Bps = 5e9;
+    s.server_Bps = 8e9;
+    s.accumulate_s_per_param = 3e-10;
+    s.update_s_per_param = 5e-10;
+    s.gradients_per_update = 2;
+    std::mt19937_64 g(3);
+    Cluster c(s, [&g](int) { return 0.01 + 1e-3 * static_cast<double>(g() % 100); });
+    c.start(0);
+    std::vector<std::pair<int, double>> out;
+    for (int i = 0; i < 300; ++i) {
+      const auto l = c.next();
+      out.emplace_back(*l, c.now());
+      c.release(i % 2 ? std::vector<int>{*l, (*l + 1) % 5} : std::vector<int>{});
+    }
+    return out;
+  };
+  EXPECT_EQ(run(), run());
+}
+
+TEST(Cluster, NothingLeftWhenEveryoneWaits) {
+  ClusterSpec s = one(10);
+  Cluster c(s, [](int) { return 0.1; });
+  c.start(0);
+  ASSERT_EQ(c.next(), 0);
+  c.release({});
+  EXPECT_FALSE(c.next().has_value());
+}
+
+// ------------------------------------------------------------------ profiles
+
+class Profiles : public ::testing::Test {
+ protected:
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("asgd-test-perf-" + std::to_string(::getpid()));
+  void SetUp() override { std::filesystem::create_directories(dir); }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    const auto p = (dir / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  static std::string valid() {
+    return "name: t\n"
+           "cores: {value: 2, measured: \"affinity\"}\n"
+           "compute:\n"
+           "  - model: lenet\n    batch: 64\n    seconds: {value: 0.07, measured: \"timed\"}\n"
+           "    cv: {value: 0.01, measured: \"timed\"}\n"
+           "  - device: cuda\n    gflops: {value: 500, assumed: \"a GPU\"}\n    cv: {value: 0.02, assumed: \"x\"}\n"
+           "link:\n"
+           "  learner: {latency_s: {value: 1e-6, measured: \"p\"}, bandwidth_Bps: {value: 1e+10, measured: \"p\"}}\n"
+           "  server: {latency_s: {value: 1e-6, measured: \"p\"}, bandwidth_Bps: {value: 1e+10, measured: \"p\"}}\n"
+           "  pcie_Bps: {value: 6e+9, stated: \"the paper, p. 3\"}\n"
+           "server:\n"
+           "  accumulate_s_per_param: {value: 2e-10, measured: \"core\"}\n"
+           "  update_s_per_param: {value: 4e-10, measured: \"core\"}\n";
+  }
+  // The error message of reading `text`, or "" when it reads.
+  std::string refusal(const std::string& text) {
+    try {
+      read_profile(write("p.yaml", text));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(Profiles, ReadsWritesAndReadsBack) {
+  const Profile p = read_profile(write("p.yaml", valid()));
+  EXPECT_EQ(p.name, "t");
+  ASSERT_EQ(p.compute.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.compute[0].seconds->value, 0.07);
+  EXPECT_EQ(p.compute[1].gflops->source, "assumed");
+  EXPECT_EQ(p.pcie_Bps->note, "the paper, p. 3");
+  const auto again = write("q.yaml", profile_yaml(p));
+  const Profile q = read_profile(again);
+  EXPECT_EQ(profile_yaml(q), profile_yaml(p));
+}
+
+TEST_F(Profiles, ComputeTimeByModelThenByThroughput) {
+  const Profile p = read_profile(write("p.yaml", valid()));
+  const auto lenet = compute_time(p, "lenet", 64, 1, 1e6);
+  ASSERT_TRUE(lenet);
+  EXPECT_DOUBLE_EQ(lenet->mean_s, 0.07);
+  EXPECT_FALSE(lenet->cuda);
+  const auto mlp = compute_time(p, "mlp", 32, 1, 2e6);  // 2 MFLOP x 32 / 500 GFLOP/s
+  ASSERT_TRUE(mlp);
+  EXPECT_DOUBLE_EQ(mlp->mean_s, 2e6 * 32 / 500e9);
+  EXPECT_TRUE(mlp->cuda);
+  EXPECT_NE(mlp->from.find("compute[1]"), std::string::npos);
+}
+
+TEST_F(Profiles, NoComputeTimeForAModelIsRefusedByName) {
+  std::string text = valid();
+  text.erase(text.find("  - device: cuda"), text.find("link:") - text.find("  - device: cuda"));
+  const Profile p = read_profile(write("p.yaml", text));
+  EXPECT_FALSE(compute_time(p, "alexnet", 64, 1, 1e9));
+  EXPECT_FALSE(compute_time(p, "lenet", 32, 1, 1e9));  // another batch
+  const std::string msg = no_compute_time(p, "alexnet", 64, 1);
+  EXPECT_NE(msg.find("p.yaml"), std::string::npos);
+  EXPECT_NE(msg.find("alexnet"), std::string::npos);
+  EXPECT_NE(msg.find("compute"), std::string::npos);
+}
+
+TEST_F(Profiles, EachBadFigureNamesTheFileAndKey) {
+  const std::string v = valid();
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = v;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  struct Case {
+    std::string text, key, what;
+  };
+  const std::vector<Case> cases = {
+      {with("  update_s_per_param: {value: 4e-10, measured: \"core\"}\n", ""), "server.update_s_per_param", "missing"},
+      {with("{value: 2e-10,", "{value: -2e-10,"), "server.accumulate_s_per_param.value", "negative"},
+      {with("bandwidth_Bps: {value: 1e+10, measured: \"p\"}}\n  server", "bandwidth_Bps: {value: 0, measured: \"p\"}}\n  server"),
+       "link.learner.bandwidth_Bps.value", "> 0"},
+      {with("{value: 0.07, measured: \"timed\"}", "{value: fast, measured: \"timed\"}"), "compute[0].seconds.value",
+       "not a finite number"},
+      {with("{value: 0.07, measured: \"timed\"}", "{value: 0.07}"), "compute[0].seconds", "measured, stated or assumed"},
+      {with("name: t\n", "name: t\nspeed: 3\n"), "speed", "unknown key"},
+      {with("    batch: 64\n", "    batch: 64\n    colour: red\n"), "compute[0].colour", "unknown key"},
+      {with("  pcie_Bps: {value: 6e+9, stated: \"the paper, p. 3\"}\n", ""), "link.pcie_Bps", "missing"},
+      {with("name: t\n", ""), "name", "missing"},
+      {with("    batch: 64\n", "    batch: 6.5\n"), "compute[0].batch", "whole number"},
+      {with("cores: {value: 2,", "cores: {value: nan,"), "cores.value", "not a finite number"},
+      {"name: [unclosed\n", "line", "not YAML"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = refusal(c.text);
+    EXPECT_NE(msg.find("p.yaml"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.key), std::string::npos) << c.key << ": " << msg;
+    EXPECT_NE(msg.find(c.what), std::string::npos) << c.what << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  try {
+    read_profile((dir / "absent.yaml").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("absent.yaml: cannot read"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Profiles, ThePapersProfilesRead) {
+  const char* src = std::getenv("ASGD_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "ASGD_SOURCE_DIR not set";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(src) / "profiles")) {
+    if (e.path().extension() != ".yaml") continue;
+    const Profile p = read_profile(e.path().string());
+    EXPECT_FALSE(p.compute.empty()) << e.path();
+    for (const Figure* f : {&p.learner.bandwidth_Bps, &p.server.bandwidth_Bps, &p.update_s_per_param})
+      EXPECT_FALSE(f->note.empty()) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
+
+TEST_F(Profiles, TheConfigRefusesAProfileBeforeAnyWork) {
+  TrainConfig c;
+  c.virtual_learners = true;
+  c.timing = "normal";
+  c.profile = write("p.yaml", valid());
+  EXPECT_TRUE(validate(c).empty());
+  c.model = "alexnet";  // no entry of its own, and the gflops entry covers it
+  EXPECT_TRUE(validate(c).empty());
+  auto first = [&] {
+    const auto p = validate(c);
+    return p.empty() ? std::string() : p.front();
+  };
+  c.model = "lenet";
+  c.virtual_learners = false;
+  EXPECT_NE(first().find("--virtual"), std::string::npos);
+  c.virtual_learners = true;
+  c.timing = "calibrate";  // the default: the profile is the calibration
+  EXPECT_TRUE(validate(c).empty());
+  c.compute_s = 0.1;
+  EXPECT_NE(first().find("--compute-s"), std::string::npos);
+  c.compute_s = 0;
+  c.profile = (dir / "absent.yaml").string();
+  EXPECT_NE(first().find("absent.yaml: cannot read"), std::string::npos);
+  std::string text = valid();
+  text.erase(text.find("  - device: cuda"), text.find("link:") - text.find("  - device: cuda"));
+  c.profile = write("cpu-only.yaml", text);
+  c.model = "mlp";
+  EXPECT_NE(first().find("no entry for model mlp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace asgd::perf

@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""Prints the performance model's validation table (tools/validate_model.sh):
+for each pair of results files (real MPI run, virtual run on the profile) the
+measured and predicted steady-state samples/s and mean staleness, and their
+ratios.
+
+Usage: validate_model.py PAIRS_FILE   (lines: label<TAB>virtual.h5<TAB>real.h5[<TAB>real.h5...];
+the real runs' median throughput is the measured one, with that run's staleness)
+Exit 1 when a pair is outside the bounds (throughput within 10%, staleness
+within 10% or 0.1 absolute below 1)."""
+import sys
+
+import h5py
+
+
+def figures(path):
+    """Steady-state samples/s (the updates after the first tenth, by their
+    wall_s: start-up and shut-down left out on both sides) and mean staleness
+    (over every gradient)."""
+    with h5py.File(path, "r") as h:
+        u = h["updates"]
+        samples, wall = u["samples"][()], u["wall_s"][()]
+        k0 = max(1, len(wall) // 10)
+        rate = float(samples[k0 + 1:].sum() / (wall[-1] - wall[k0]))
+        g = u["gradients"][()]
+        tau = u["mean_tau"][()]
+        mean_tau = float((g * tau).sum() / max(1, g.sum()))
+    return rate, mean_tau
+
+
+def main():
+    rows, bad = [], 0
+    for line in open(sys.argv[1]):
+        label, virt, *reals = line.rstrip("\n").split("\t")
+        measured = sorted(figures(r) for r in reals)
+        (mr, mt), (pr, pt) = measured[len(measured) // 2], figures(virt)
+        ratio = pr / mr
+        tau_ok = abs(pt - mt) <= 0.1 if max(mt, pt) < 1 else abs(pt / mt - 1) <= 0.1
+        ok = abs(ratio - 1) <= 0.1 and tau_ok
+        bad += 0 if ok else 1
+        rows.append((label, mr, pr, ratio, mt, pt, "yes" if ok else "NO"))
+    print("| run | measured samples/s (median of the real runs) | predicted | ratio | measured mean tau | predicted "
+          "| within bounds |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} |")
+    print(f"\n{len(rows) - bad} of {len(rows)} runs within bounds (throughput within 10%, mean staleness "
+          f"within 10% or 0.1 absolute below 1)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The performance model's validation (README: "Performance model"): calibrates
+# this machine, then runs each configuration for real (mpiexec) and on virtual
+# learners with the profile, and prints predicted against measured.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q] [-h]
+
+  -o OUT   working folder (default /tmp/asgd-validate-model); results, profiles,
+           logs and the table (OUT/table.md) go there
+  -r N     real runs per configuration, their median measured (default 3)
+  -q       quick: lenet only, L = 2, S = 1 and 2 (no server-bound runs)
+  -h       this help
+
+Runs, for lenet (3.3M parameters) and cifar10-18pct (90k): L = 1, 2 learners,
+S = 1, 2 shards, hardsync, softsync (n = L: c = 1, asynchronous) and nsync (n_sync 4), each
+for real (mpiexec -n L+S) and virtually with the profile just measured; then
+server-bound runs with costs injected into the real server
+(ASGD_INJECT_SERVER) and the same costs in the profile. Prints the table;
+exit 1 when a run is outside the bounds (throughput within 10%, mean
+staleness within 10% or 0.1 absolute below 1).
+Environment: ASGD (default build/ci/asgd, else build/default/asgd), MPIEXEC (mpiexec).
+USAGE
+}
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out=/tmp/asgd-validate-model
+quick=0
+repeats=3
+while getopts "o:r:qh" opt; do
+  case "$opt" in
+    o) out="$OPTARG" ;;
+    r) repeats="$OPTARG"; [[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "validate_model.sh: -r wants 1..99" >&2; exit 2; } ;;
+    q) quick=1 ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+  esac
+done
+asgd="${ASGD:-}"
+if [[ -z "$asgd" ]]; then
+  for b in "$root/build/ci/asgd" "$root/build/default/asgd"; do [[ -x "$b" ]] && { asgd="$b"; break; }; done
+fi
+[[ -x "$asgd" ]] || { echo "validate_model.sh: no asgd binary (build first, or set ASGD)" >&2; exit 2; }
+mpiexec="${MPIEXEC:-mpiexec}"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+mkdir -p "$out"
+rm -rf "$out/results"
+pairs="$out/pairs.tsv"
+: > "$pairs"
+
+# one configuration: real, then virtual; LABEL INJECT(U:B) PROFILE args...
+run_pair() {
+  local label="$1" inject="$2" profile="$3"
+  shift 3
+  local L S
+  L=$(sed -n 's/.*--learners \([0-9]*\).*/\1/p' <<<"$*")
+  S=$(sed -n 's/.*--servers \([0-9]*\).*/\1/p' <<<"$*")
+  echo "== $label" >&2
+  "$asgd" train "$@" --virtual --timing normal --profile "$profile" --results "$out/results" --suite virtual -q \
+    >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
+  local line r
+  line="$label	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
+  for r in $(seq "$repeats"); do
+    ASGD_INJECT_SERVER="$inject" "$mpiexec" -n $((L + S)) "$asgd" train "$@" --results "$out/results" \
+      --suite "real$r" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
+    line="$line	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)"
+  done
+  printf '%s\n' "$line" >>"$pairs"
+}
+
+common=(--eval-every 100 --seed 7)
+models=(lenet cifar10-18pct)
+learners=(1 2)
+[[ $quick == 1 ]] && { models=(lenet); learners=(2); }
+echo "calibrating ($asgd calibrate)" >&2
+"$asgd" calibrate --out "$out/profile.yaml" --models "$(IFS=,; echo "${models[*]}")" >"$out/calibrate.log" 2>&1 \
+  || { cat "$out/calibrate.log" >&2; exit 1; }
+for m in "${models[@]}"; do
+  for L in "${learners[@]}"; do
+    for S in 1 2; do
+      for p in hardsync softsync nsync; do
+        steps=60
+        extra=()
+        case "$p" in
+          softsync) steps=$((60 * L)); extra=(--n "$L") ;;
+          nsync) steps=$((15 * L)); extra=(--n-sync 4) ;;
+        esac
+        run_pair "$m L=$L S=$S $p" "" "$out/profile.yaml" --model "$m" --learners "$L" --servers "$S" \
+          --protocol "$p" --max-steps "$steps" "${extra[@]}" "${common[@]}"
+      done
+    done
+  done
+done
+if [[ $quick == 0 ]]; then
+  # server-bound on purpose: a per-update and a per-byte cost in the real
+  # server, the same in the profile
+  for inj in "0.1:0" "0:4e-9"; do
+    u="${inj%%:*}" b="${inj##*:}"
+    "$asgd" calibrate --out "$out/profile-$inj.yaml" --models lenet,cifar10-18pct --inject-update-s "$u" \
+      --inject-byte-s "$b" >"$out/calibrate.log" 2>&1 || { cat "$out/calibrate.log" >&2; exit 1; }
+    for S in 1 2; do
+      run_pair "lenet L=2 S=$S softsync n=2, injected $inj" "$inj" "$out/profile-$inj.yaml" --model lenet \
+        --learners 2 --servers "$S" --protocol softsync --n 2 --max-steps 80 "${common[@]}"
+    done
+  done
+fi
+/usr/bin/python3 "$root/tools/validate_model.py" "$pairs" | tee "$out/table.md"
