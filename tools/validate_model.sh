@@ -6,12 +6,13 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q] [-h]
+Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s] [-h]
 
   -o OUT   working folder (default /tmp/asgd-validate-model); results, profiles,
            logs and the table (OUT/table.md) go there
   -r N     real runs per configuration, their median measured (default 3)
   -q       quick: lenet only, L = 2, S = 1 and 2 (no server-bound runs)
+  -s       the server-bound runs only
   -h       this help
 
 Runs, for lenet (3.3M parameters) and cifar10-18pct (90k): L = 1, 2 learners,
@@ -28,12 +29,14 @@ USAGE
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out=/tmp/asgd-validate-model
 quick=0
+server_only=0
 repeats=3
-while getopts "o:r:qh" opt; do
+while getopts "o:r:qsh" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     r) repeats="$OPTARG"; [[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "validate_model.sh: -r wants 1..99" >&2; exit 2; } ;;
     q) quick=1 ;;
+    s) server_only=1 ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -58,13 +61,15 @@ run_pair() {
   L=$(sed -n 's/.*--learners \([0-9]*\).*/\1/p' <<<"$*")
   S=$(sed -n 's/.*--servers \([0-9]*\).*/\1/p' <<<"$*")
   echo "== $label" >&2
-  "$asgd" train "$@" --virtual --timing normal --profile "$profile" --results "$out/results" --suite virtual -q \
+  # injected costs are not in the config: the suite name keeps those runs apart
+  local tag="${inject:+-inject-${inject//[:.]/_}}"
+  "$asgd" train "$@" --virtual --timing normal --profile "$profile" --results "$out/results" --suite "virtual$tag" -q \
     >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
   local line r
   line="$label	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
   for r in $(seq "$repeats"); do
     ASGD_INJECT_SERVER="$inject" "$mpiexec" -n $((L + S)) "$asgd" train "$@" --results "$out/results" \
-      --suite "real$r" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
+      --suite "real$r$tag" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
     line="$line	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)"
   done
   printf '%s\n' "$line" >>"$pairs"
@@ -77,6 +82,7 @@ learners=(1 2)
 echo "calibrating ($asgd calibrate)" >&2
 "$asgd" calibrate --out "$out/profile.yaml" --models "$(IFS=,; echo "${models[*]}")" >"$out/calibrate.log" 2>&1 \
   || { cat "$out/calibrate.log" >&2; exit 1; }
+[[ $server_only == 1 ]] && models=()
 for m in "${models[@]}"; do
   for L in "${learners[@]}"; do
     for S in 1 2; do
