@@ -249,6 +249,26 @@ void read_resources(const Top& top, Parsed& p, Problems& pr) {
   }
 }
 
+// base: `timing: {profile: FILE, kind: normal}`, the timing model as one
+// mapping: the same as the keys `profile` and `timing` (kind).
+void read_timing_map(const YAML::Node& m, int line, Parsed& p, Problems& pr) {
+  for (const auto& kv : m) {
+    const int kl = line_of(kv.first, line);
+    const std::string sub = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (sub != "profile" && sub != "kind") {
+      pr.add(kl, fmt::format("base: timing: unknown key {} (profile, kind)", describe(kv.first)));
+      continue;
+    }
+    const KeyDef* def = resolve_key(YAML::Node(sub == "kind" ? "timing" : "profile"), kl, "base", pr);
+    if (!def) continue;
+    if (!p.base_keys.insert(def->name).second) {
+      pr.add(kl, fmt::format("base: key '{}' given twice", def->name));
+      continue;
+    }
+    if (auto v = parse_value(*def, kv.second, line_of(kv.second, kl), pr)) p.base_values.push_back(std::move(*v));
+  }
+}
+
 void read_base(const Top& top, Parsed& p, Problems& pr) {
   if (!top.has("base")) return;
   const auto& b = top.at("base").value;
@@ -259,6 +279,10 @@ void read_base(const Top& top, Parsed& p, Problems& pr) {
   }
   for (const auto& kv : b) {
     const int kl = line_of(kv.first, top.at("base").line);
+    if (kv.first.IsScalar() && kv.first.Scalar() == "timing" && kv.second.IsMap()) {
+      read_timing_map(kv.second, kl, p, pr);
+      continue;
+    }
     const KeyDef* def = resolve_key(kv.first, kl, "base", pr);
     if (!def) continue;
     if (!p.base_keys.insert(def->name).second) {

@@ -1083,6 +1083,45 @@ void write_timed(const fs::path& runs, const std::string& id, int learners, cons
 }
 }  // namespace
 
+// A folder with real runs and virtual runs of one configuration: the
+// virtual ones are the performance model's prediction, shown beside the
+// measured ones (predicted.csv, report.md) and labelled with their profile.
+TEST(Report, PredictedBesideMeasured) {
+  TempDir tmp("predicted");
+  const fs::path runs = tmp.path() / "runs";
+  const double t = 1.8e9;
+  write_timed(runs, "real-a", 2, "n1", t, t + 100, "AMD EPYC", "real", 1000);
+  write_timed(runs, "real-b", 2, "n1", t + 200, t + 300, "AMD EPYC", "real", 1200);
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = tmp.path().string();
+  opt.quiet = true;
+  asgd::report::write_report(opt);
+  EXPECT_FALSE(fs::exists(tmp.path() / "report" / "predicted.csv"));  // nothing to predict against
+  Spec s;
+  s.run_id = "virt";
+  s.learners = 2;
+  s.mode = "virtual";
+  s.samples_per_s = 1050;
+  RunResult v = make_run(s);
+  v.timing_model_json = json{{"model", "contention"}, {"profile", "vm"}, {"profile_path", "p.yaml"}}.dump();
+  asgd::io::write_results((runs / "virt.h5").string(), v);
+  asgd::report::write_report(opt);
+  const auto rows = read_csv(tmp.path() / "report" / "predicted.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("measured_samples_per_s"), "1100");
+  EXPECT_EQ(rows[0].at("predicted_samples_per_s"), "1050");
+  EXPECT_NEAR(std::stod(rows[0].at("ratio")), 1050.0 / 1100, 1e-4);
+  EXPECT_EQ(rows[0].at("timing_model"), "profile vm (p.yaml)");
+  const std::string md = read_text(tmp.path() / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "## Predicted against measured")) << md;
+  const auto all = read_csv(tmp.path() / "report" / "runs.csv");
+  EXPECT_EQ(where(all, {{"run_id", "virt"}}).front().at("timing"), "modelled: profile vm (p.yaml)");
+  const auto sp = read_csv(tmp.path() / "report" / "speedup.csv");
+  bool labelled = false;
+  for (const auto& r : sp) labelled = labelled || contains(r.at("note"), "modelled: profile vm (p.yaml)");
+  EXPECT_TRUE(labelled);
+}
+
 // Runs whose training intervals overlapped on the same host are flagged in
 // runs.csv, in the speedup notes built on them and in report.md; runs on
 // other hosts, back-to-back runs and virtual runs are not.

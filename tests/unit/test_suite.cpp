@@ -267,6 +267,39 @@ axes:
   EXPECT_EQ(t.runs.at(0).config.softsync_n, 2);
 }
 
+// A virtual suite on a machine profile: `profile: FILE`, or the timing
+// model as one mapping `timing: {profile: FILE, kind: K}`; a bad profile is
+// refused at planning, naming the suite line and the profile's key.
+TEST_F(SuiteTest, ProfileKeyAndTimingMapping) {
+  const std::string prof = write("p.yaml", R"(name: p
+compute:
+  - device: cpu
+    gflops: {value: 10, assumed: "t"}
+    cv: {value: 0.1, assumed: "t"}
+link:
+  learner: {latency_s: {value: 1e-6, assumed: "t"}, bandwidth_Bps: {value: 1e+9, assumed: "t"}}
+  server: {latency_s: {value: 1e-6, assumed: "t"}, bandwidth_Bps: {value: 1e+9, assumed: "t"}}
+server:
+  accumulate_s_per_param: {value: 1e-9, assumed: "t"}
+  update_s_per_param: {value: 1e-9, assumed: "t"}
+)");
+  const Suite a = load("name: pa\nmode: virtual\n" + std::string(kBase) + "  learners: 2\n  profile: " + prof + "\n");
+  ASSERT_EQ(a.runs.size(), 1u);
+  EXPECT_EQ(a.runs[0].config.profile, prof);
+  const Suite b = load("name: pb\nmode: virtual\n" + std::string(kBase) + "  learners: 2\n  timing: {profile: " + prof +
+                       ", kind: fixed}\n");
+  EXPECT_EQ(b.runs.at(0).config.profile, prof);
+  EXPECT_EQ(b.runs.at(0).config.timing, "fixed");
+  const std::string bad = load_error(write("bad.yaml", "name: pc\nmode: virtual\n" + std::string(kBase) +
+                                                           "  learners: 2\n  timing: {profile: " + dir_.string() +
+                                                           "/none.yaml, speed: 3}\n"));
+  EXPECT_NE(bad.find("timing: unknown key 'speed' (profile, kind)"), std::string::npos) << bad;
+  const std::string missing = load_error(write("missing.yaml", "name: pd\nmode: virtual\n" + std::string(kBase) +
+                                                                   "  learners: 2\n  profile: " + dir_.string() +
+                                                                   "/none.yaml\n"));
+  EXPECT_NE(missing.find("none.yaml: cannot read the file"), std::string::npos) << missing;
+}
+
 TEST_F(SuiteTest, DatasetStringAlias) {
   const fs::path data = dir_ / "idx";
   fs::create_directories(data);
