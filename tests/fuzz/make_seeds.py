@@ -57,6 +57,32 @@ class Seeds:
 
 
 def text_seeds(s: Seeds, src: Path):
+    for f in sorted((src / "profiles").glob("*.yaml")):
+        s.add("fuzz_profile", f.name, f.read_bytes())
+    s.add("fuzz_profile", "calibrated.yaml", b"""name: "vm"
+cores: {value: 2, measured: "affinity"}
+waiting_rank_load: {value: 0.08, measured: "probe"}
+compute:
+  - model: lenet
+    batch: 64
+    device: cpu
+    threads: 1
+    seconds: {value: 0.0771, measured: "timed"}
+    cv: {value: 0.004, measured: "timed"}
+link:
+  learner:
+    latency_s: {value: 1.5e-07, measured: "probe"}
+    bandwidth_Bps: {value: 1.8e+10, measured: "probe"}
+  server:
+    latency_s: {value: 1.5e-07, measured: "probe"}
+    bandwidth_Bps: {value: 1.8e+10, measured: "probe"}
+server:
+  accumulate_s_per_param: {value: 2.1e-10, measured: "core"}
+  update_s_per_param: {value: 4.1e-10, measured: "core"}
+inject:
+  update_s: {value: 0.1, assumed: "ASGD_INJECT_SERVER"}
+  byte_s: {value: 0, assumed: "ASGD_INJECT_SERVER"}
+""")
     for f in sorted((src / "suites").glob("*.yaml")) + sorted((src / "tests/data").glob("*.yaml")) + \
             sorted((src / "tests/data/bad_suites").glob("*.yaml")):
         s.add("fuzz_suite", f.parent.name + "_" + f.name, f.read_bytes())
