@@ -212,7 +212,7 @@ void bm_step(benchmark::State& state, const std::string& model) {
   const double flops = m.flops_per_sample_train() * kBatch;
   auto step = [&] {
     m.zero_grads();
-    m.forward_backward(kBatch, b.x, labels, {true, 3}, false);
+    m.forward_backward(kBatch, b.x, labels, {true, 3}, true);  // with the backward pass
     asgd::kernels::sgd_update<Space>(m.n_params(), real_t(1e-6), real_t(0.9), real_t(0), m.grads(),
                                      inc, m.params());
   };
