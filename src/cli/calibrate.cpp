@@ -233,6 +233,12 @@ void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
 }  // namespace
 
 int cmd_calibrate(const CalibrateOptions& o) {
+  // the profile's folder must take it: said before any measuring
+  const std::filesystem::path out_dir = std::filesystem::absolute(o.out).parent_path();
+  if (!std::filesystem::is_directory(out_dir) || ::access(out_dir.c_str(), W_OK) != 0)
+    throw Error(fmt::format("--out {}: cannot write in {} (no such folder, or not writable)", o.out,
+                            out_dir.string()));
+  if (std::filesystem::is_directory(o.out)) throw Error(fmt::format("--out {}: is a folder", o.out));
   const auto t0 = Clock::now();
   perf::Profile p;
   const RunInfo info = collect_run_info();

@@ -244,6 +244,9 @@ if [[ -e "$work/prof/s/runs/r.h5" ]]; then fail "a refused profile run left a re
 rm -rf "$work/prof"
 expect_error "calibrate: unknown model" "resnet" -- "$asgd" calibrate --models resnet --out "$work/p.yaml"
 expect_error "calibrate: bad batch" "batch" -- "$asgd" calibrate --batch 0 --out "$work/p.yaml"
+expect_error "calibrate: unwritable --out" "--out /proc/x/p.yaml: cannot write in /proc/x" -- \
+  "$asgd" calibrate --out /proc/x/p.yaml
+expect_error "calibrate: --out a folder" "is a folder" -- "$asgd" calibrate --out "$work"
 expect_error "ASGD_INJECT_SERVER malformed" "ASGD_INJECT_SERVER='x': want UPDATE_S:BYTE_S" -- \
   env ASGD_INJECT_SERVER=x mpiexec -n 2 "$asgd" train "${syn[@]}" --learners 1 --servers 1
 
