@@ -8,6 +8,7 @@
 #include "config/config.hpp"
 #include "config/fields.hpp"
 #include "perf/profile.hpp"
+#include "protocol/registry.hpp"
 
 namespace asgd {
 
@@ -54,6 +55,15 @@ void check_profile(const TrainConfig& c, std::vector<std::string>& p) {
   if (c.compute_s != 0 || c.comm_s != 0) {
     p.push_back("with --profile the profile gives the compute and communication times: no --compute-s or --comm-s");
     return;
+  }
+  try {  // the model is of parameter servers: a protocol without them is not modelled
+    if (!protocol::make_protocol(c)->uses_servers()) {
+      p.push_back(fmt::format("--profile models parameter-server shards; protocol {} has none (not modelled)",
+                              c.protocol));
+      return;
+    }
+  } catch (const Error&) {
+    // a bad protocol or option: its own check says so
   }
   try {
     const perf::Profile prof = perf::read_profile(perf::find_profile(c.profile));

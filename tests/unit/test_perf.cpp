@@ -350,6 +350,9 @@ TEST_F(Profiles, TheConfigRefusesAProfileBeforeAnyWork) {
   c.profile = write("cpu-only.yaml", text);
   c.model = "mlp";
   EXPECT_NE(first().find("no entry for model mlp"), std::string::npos);
+  c.profile = write("p2.yaml", valid());
+  c.protocol = "allreduce";  // no servers: not modelled
+  EXPECT_NE(first().find("protocol allreduce has none"), std::string::npos);
 }
 
 }  // namespace
