@@ -291,6 +291,7 @@ TEST_F(Profiles, EachBadFigureNamesTheFileAndKey) {
       {with("    batch: 64\n", "    batch: 6.5\n"), "compute[0].batch", "whole number"},
       {with("cores: {value: 2,", "cores: {value: nan,"), "cores.value", "not a finite number"},
       {"name: [unclosed\n", "line", "not YAML"},
+      {with("  server: {", "? server: {"), "(top)", "plain names"},  // a complex key (found by fuzz_profile)
   };
   for (const auto& c : cases) {
     const std::string msg = refusal(c.text);
