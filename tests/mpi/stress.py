@@ -154,9 +154,16 @@ def watchdog(args, tmp):
            "--stall-timeout", str(stall)]
     # world rank 3 = learner 1; it hangs at its 20th injection point
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "ASGD_INJECT_STALL": "3:20"}
-    t = time.time()
-    rc, out, err = launch(args, cmd, env, 60)
-    took = time.time() - t
+    for attempt in range(2):
+        t = time.time()
+        rc, out, err = launch(args, cmd, env, 60)
+        took = time.time() - t
+        # seen once under load (openmp preset in CI): exit 1 after the stall
+        # timeout but an empty stderr, the dying rank's line lost in
+        # mpiexec's forwarding; the failed run is started again once
+        if rc != 1 or any("no progress" in l for l in err.splitlines()):
+            break
+        print(f"watchdog: exit 1 without the watchdog's line (attempt {attempt + 1}); once more", flush=True)
     check(rc is not None, "the run hung: the program's watchdog did not fire")
     check(rc == 1, f"a stalled run must exit 1 (failed), not {rc}")
     lines = [l for l in err.splitlines() if "no progress" in l]
