@@ -53,6 +53,11 @@ struct TrainConfig {
   double alpha = -1;                 // easgd: elastic moving rate, in (0, 1)
   double lambda_dc = -1;             // dcasgd: delay-compensation strength, >= 0
   std::string lr_policy = "constant";  // constant | staleness | mean-staleness
+  // nsync: how the server merges a pushed change of weights
+  // (src/protocol/merge_rules.cpp); server_lr -1: the run's lr; server_momentum -1: 0.
+  std::string merge = "sum";         // sum | mean | server-sgd | adagrad
+  double server_lr = -1;
+  double server_momentum = -1;
   // Warm start: initial weights from this checkpoint file (a 1-shard
   // checkpoint of the same model), or from warm_steps single-learner steps.
   std::string warm_start;

@@ -84,6 +84,15 @@ void owned_by(const char* owner, const char* flag, bool set, const C& c, Problem
     p.push_back(fmt::format("{} is an option of protocol {}, not of {}", flag, owner, shorten(c.protocol)));
 }
 
+// An option of the server-sgd (and, for the rate, adagrad) merge rules only.
+void merge_option(Problems& p, const char* flag, bool set, const C& c, bool adagrad_too) {
+  if (!set) return;
+  const bool ok = c.merge == "server-sgd" || (adagrad_too && c.merge == "adagrad");
+  if (!ok)
+    p.push_back(fmt::format("{} is an option of merge {}, not of merge {}", flag,
+                            adagrad_too ? "server-sgd or adagrad" : "server-sgd", shorten(c.merge)));
+}
+
 }  // namespace
 
 // A row names only what differs from Field's defaults (designated members);
@@ -295,6 +304,24 @@ std::vector<Field<C>> parallel_fields() {
        .check = [](const C& c, Problems& p) {
          registered(p, "lr policy", c.lr_policy, protocol::rate_policies(), c);
        }},
+      {.key = "merge", .member = &C::merge,
+       .option = {"--merge", "nsync: how the server merges a change: sum, mean, server-sgd or adagrad"},
+       .suite = {.token = "merge"},
+       .check = [](const C& c, Problems& p) {
+         registered(p, "merge rule", c.merge, protocol::merge_rules(), c);
+         owned_by("nsync", "--merge", c.merge != "sum", c, p);
+       },
+       .only_if_changed = true},
+      {.key = "server_lr", .member = &C::server_lr,
+       .option = {"--server-lr", "nsync with merge server-sgd or adagrad: the server's rate (default lr)"},
+       .suite = {.check_alone = false, .token = "slr"},
+       .check = [](const C& c, Problems& p) { merge_option(p, "--server-lr", c.server_lr != -1, c, true); },
+       .only_if_changed = true},
+      {.key = "server_momentum", .member = &C::server_momentum,
+       .option = {"--server-momentum", "nsync with merge server-sgd: the server's momentum (default 0)"},
+       .suite = {.check_alone = false, .token = "smom"},
+       .check = [](const C& c, Problems& p) { merge_option(p, "--server-momentum", c.server_momentum != -1, c, false); },
+       .only_if_changed = true},
       {.key = "warm_start", .member = &C::warm_start,
        .option = {"--warm-start", "Initial weights from this checkpoint (1 shard, same model)"},
        .suite = {.check_alone = false},

@@ -167,6 +167,10 @@ void write_run_result(const Loc& loc, const RunResult& r) {
     Group g = create_group(loc, "staleness");
     write_vector(Loc{g.get(), join(loc.name, "staleness")}, "histogram", r.staleness_histogram);
   }
+  if (!r.minibatch_error.empty()) {
+    Group g = create_group(loc, "minibatches");
+    write_vector(Loc{g.get(), join(loc.name, "minibatches")}, "error", r.minibatch_error);
+  }
   write_learners(loc, r.learners);
   write_summary(loc, r.summary);
 }
@@ -214,6 +218,10 @@ RunResult read_run_result(const Loc& loc) {
   {
     Group g = open_group(loc, "staleness");
     r.staleness_histogram = read_vector<std::int64_t>(Loc{g.get(), join(loc.name, "staleness")}, "histogram");
+  }
+  if (has_link(loc, "minibatches")) {  // virtual nsync runs only
+    Group g = open_group(loc, "minibatches");
+    r.minibatch_error = read_vector<float>(Loc{g.get(), join(loc.name, "minibatches")}, "error");
   }
   r.learners = read_learners(loc);
   r.summary = read_summary(loc);
@@ -329,6 +337,9 @@ void series_problems(const RunResult& r, Problems& p) {
   const auto& h = r.staleness_histogram;
   rows("/staleness", h.size(), "histogram", [&](std::size_t i) { return h[i] < 0; },
        [&](std::size_t i) { return std::to_string(h[i]) + " is negative"; });
+  const auto& m = r.minibatch_error;
+  rows("/minibatches", m.size(), "error", [&](std::size_t i) { return !fraction_ok(m[i]); },
+       [&](std::size_t i) { return fmt_d(m[i]) + " is not in [0, 1]"; });
   const auto& l = r.learners;
   rows("/learners", l.size(), "learner", [&](std::size_t i) { return l[i].learner < 0; },
        [&](std::size_t i) { return std::to_string(l[i].learner) + " is negative"; });

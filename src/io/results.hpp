@@ -96,6 +96,10 @@ struct RunResult {
   std::vector<UpdateRecord> updates;
   std::vector<EvalRecord> evals;
   std::vector<std::int64_t> staleness_histogram;  // [tau] = count
+  // Virtual nsync runs: the training error of every minibatch the learners
+  // computed, in the order of the updates (update i is one push of n_sync
+  // minibatches); empty otherwise. /minibatches/error.
+  std::vector<float> minibatch_error;
   std::vector<LearnerTiming> learners;
   Summary summary;
 };

@@ -1,6 +1,7 @@
 // GPU A-SGD (Paine et al. 2013): a learner takes n_sync local SGD steps on its
 // own copy of the weights, then pushes the change of its weights (local minus
-// fetched); the server adds each change as it arrives (c = 1).
+// fetched); the server merges each change as it arrives (c = 1) by the
+// run's merge rule (merge_rules.cpp; the sum by default).
 #include <fmt/format.h>
 
 #include "protocol/protocols.hpp"
@@ -10,15 +11,18 @@ namespace {
 
 class Nsync final : public Protocol {
  public:
-  explicit Nsync(const TrainConfig& cfg) : n_sync_(cfg.n_sync) {}
+  explicit Nsync(const TrainConfig& cfg) : n_sync_(cfg.n_sync), merge_(cfg.merge) {}
   const char* name() const override { return "nsync"; }
   int gradients_per_update() const override { return 1; }
   Push push() const override { return Push::weights_delta; }
   int local_steps() const override { return n_sync_; }
-  std::string describe() const override { return fmt::format(" n_sync={}", n_sync_); }
+  std::string describe() const override {
+    return fmt::format(" n_sync={}{}", n_sync_, merge_ == "sum" ? "" : " merge=" + merge_);
+  }
 
  private:
   int n_sync_;
+  std::string merge_;
 };
 
 void check_nsync(const TrainConfig& c, std::vector<std::string>& problems) {

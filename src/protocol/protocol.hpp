@@ -61,4 +61,17 @@ class RatePolicy {
   virtual double final_scale(const std::int64_t* taus, std::size_t n) const;
 };
 
+// How a shard merges a pushed change of weights d (protocols whose push is
+// weights_delta: nsync). merge_rules.cpp says what each rule computes.
+enum class MergeKind { add, server_sgd, adagrad };
+
+class MergeRule {
+ public:
+  virtual ~MergeRule() = default;
+  virtual const char* name() const = 0;
+  virtual MergeKind kind() const = 0;
+  // add: w += add_scale(L) d.
+  virtual double add_scale(int learners) const;
+};
+
 }  // namespace asgd::protocol

@@ -26,4 +26,9 @@ Entry<RatePolicy> constant_entry();
 Entry<RatePolicy> staleness_entry();
 Entry<RatePolicy> mean_staleness_entry();
 
+Entry<MergeRule> sum_entry();
+Entry<MergeRule> mean_entry();
+Entry<MergeRule> server_sgd_entry();
+Entry<MergeRule> adagrad_entry();
+
 }  // namespace asgd::protocol

@@ -21,6 +21,11 @@ const std::vector<Entry<RatePolicy>>& rate_policies() {
   return all;
 }
 
+const std::vector<Entry<MergeRule>>& merge_rules() {
+  static const std::vector<Entry<MergeRule>> all{sum_entry(), mean_entry(), server_sgd_entry(), adagrad_entry()};
+  return all;
+}
+
 namespace {
 
 template <class T>
@@ -54,6 +59,7 @@ std::unique_ptr<T> make(const std::vector<Entry<T>>& entries, const std::string&
 
 std::vector<std::string> protocol_names() { return names(protocols()); }
 std::vector<std::string> rate_policy_names() { return names(rate_policies()); }
+std::vector<std::string> merge_rule_names() { return names(merge_rules()); }
 
 void check(const TrainConfig& cfg, std::vector<std::string>& problems) {
   if (const auto* p = find(protocols(), cfg.protocol))
@@ -66,6 +72,11 @@ void check(const TrainConfig& cfg, std::vector<std::string>& problems) {
   else
     problems.push_back(fmt::format("lr policy '{}' unknown ({})", shorten(cfg.lr_policy),
                                    fmt::join(rate_policy_names(), ", ")));
+  if (const auto* m = find(merge_rules(), cfg.merge))
+    m->check(cfg, problems);
+  else
+    problems.push_back(fmt::format("merge rule '{}' unknown ({})", shorten(cfg.merge),
+                                   fmt::join(merge_rule_names(), ", ")));
 }
 
 std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg) {
@@ -74,6 +85,10 @@ std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg) {
 
 std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg) {
   return make(rate_policies(), cfg.lr_policy, cfg, "lr policy");
+}
+
+std::unique_ptr<MergeRule> make_merge_rule(const TrainConfig& cfg) {
+  return make(merge_rules(), cfg.merge, cfg, "merge rule");
 }
 
 }  // namespace asgd::protocol

@@ -25,8 +25,10 @@ struct Entry {
 
 const std::vector<Entry<Protocol>>& protocols();
 const std::vector<Entry<RatePolicy>>& rate_policies();
+const std::vector<Entry<MergeRule>>& merge_rules();
 std::vector<std::string> protocol_names();
 std::vector<std::string> rate_policy_names();
+std::vector<std::string> merge_rule_names();
 
 // Appends one message per problem: an unknown protocol or policy (naming the
 // known ones) and the chosen protocol's own checks.
@@ -35,5 +37,6 @@ void check(const TrainConfig& cfg, std::vector<std::string>& problems);
 // Built once per run; throw asgd::Error on a name or option check() refuses.
 std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg);
 std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg);
+std::unique_ptr<MergeRule> make_merge_rule(const TrainConfig& cfg);
 
 }  // namespace asgd::protocol

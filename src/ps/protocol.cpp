@@ -5,7 +5,8 @@
 namespace asgd::ps {
 
 UpdateRule::UpdateRule(const TrainConfig& cfg)
-    : protocol_(protocol::make_protocol(cfg)), policy_(protocol::make_rate_policy(cfg)) {
+    : protocol_(protocol::make_protocol(cfg)), policy_(protocol::make_rate_policy(cfg)),
+      merge_(protocol::make_merge_rule(cfg)) {
   // asked once: the hooks are constant for a run
   c_ = protocol_->gradients_per_update();
   barrier_ = protocol_->barrier();

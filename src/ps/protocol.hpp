@@ -48,10 +48,13 @@ class UpdateRule {
     return policy_->final_scale(taus.data(), taus.size());
   }
   const protocol::Protocol& protocol() const { return *protocol_; }
+  // How the server merges a weights delta (nsync; EASGD's elastic push is always added).
+  const protocol::MergeRule& merge() const { return *merge_; }
 
  private:
   std::unique_ptr<protocol::Protocol> protocol_;
   std::unique_ptr<protocol::RatePolicy> policy_;
+  std::unique_ptr<protocol::MergeRule> merge_;
   int c_ = 1, local_steps_ = 1;
   bool barrier_ = false, delta_ = false, servers_ = true;
   protocol::Push push_ = protocol::Push::gradient;

@@ -11,7 +11,7 @@
 namespace asgd::ps {
 
 ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t n_train)
-    : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train) {
+    : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train), learners_(learners) {
   w_ = nn::View("asgd::server::w", len);
   inc_ = nn::View("asgd::server::inc", len);
   inbox_ = nn::View("asgd::server::inbox", len);
@@ -73,12 +73,44 @@ bool ShardCore::accept(const Arrival& a, double now_s, const nn::View* payload) 
   return accept_payload(a, now_s, payload != nullptr ? *payload : inbox_);
 }
 
+double ShardCore::merge_delta(const nn::View& d) {
+  const double lr = scheduled_lr(cfg_, epoch());
+  const protocol::MergeRule& m = rule_.merge();
+  if (!rule_.weights_delta() || m.kind() == protocol::MergeKind::add) {  // EASGD: always added
+    const double scale = rule_.weights_delta() ? m.add_scale(learners_) : 1.0;
+    KokkosBlas::axpy(static_cast<real_t>(scale), d, w_);
+    return lr * scale;
+  }
+  // the change read back as the client's accumulated gradient g = -d / lr,
+  // applied with the server's rate (scheduled as the run's) and, for
+  // server-sgd, its momentum; inc_ is the momentum or AdaGrad's sum of g*g
+  const double lr_s = cfg_.server_lr > 0 ? lr * cfg_.server_lr / cfg_.lr : lr;
+  const auto inv = static_cast<real_t>(1.0 / lr), rate = static_cast<real_t>(lr_s);
+  const nn::View w = w_, acc = inc_;
+  if (m.kind() == protocol::MergeKind::server_sgd) {
+    const auto mom = static_cast<real_t>(cfg_.server_momentum > 0 ? cfg_.server_momentum : 0.0);
+    Kokkos::parallel_for(
+        "asgd::server::merge_sgd", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
+          acc(i) = mom * acc(i) - d(i) * inv;
+          w(i) -= rate * acc(i);
+        });
+  } else {
+    Kokkos::parallel_for(
+        "asgd::server::merge_adagrad", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
+          const real_t g = -d(i) * inv;
+          acc(i) += g * g;
+          w(i) -= rate * g / (std::sqrt(acc(i)) + real_t(1e-8));
+        });
+  }
+  return lr_s;
+}
+
 bool ShardCore::accept_payload(const Arrival& a, double now_s, const nn::View& in) {
   const std::int64_t tau = std::max<std::int64_t>(0, clock_ - a.timestamp);
   pending_.push_back({a, tau});
   const auto f = static_cast<real_t>(rule_.factor(tau));
   if (rule_.delta()) {
-    KokkosBlas::axpy(real_t(1), in, w_);  // nsync: w += local change
+    merge_rate_ = merge_delta(in);
   } else if (rule_.gradients_per_update() == 1) {
     // c = 1: the update reads the gradient where it arrived (no accumulator pass)
   } else if (pending_.size() == 1) {
@@ -115,7 +147,7 @@ void ShardCore::apply_update(double now_s, const nn::View& payload) {
     hist[static_cast<std::size_t>(p.tau)] += 1;
   }
   const double lr = scheduled_lr(cfg_, epoch());
-  double rate = lr;
+  double rate = rule_.delta() ? merge_rate_ : lr;
   if (!rule_.delta()) {
     const double scale = rule_.final_scale(taus);
     const bool direct = rule_.gradients_per_update() == 1;

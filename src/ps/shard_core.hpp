@@ -79,14 +79,18 @@ class ShardCore {
   bool accept_payload(const Arrival& a, double now_s, const nn::View& in);
   void apply_update(double now_s, const nn::View& payload);
   void compensate(int learner, const nn::View& in);
+  // nsync: merges a pushed change of weights (rule_.merge()); returns the rate shown.
+  double merge_delta(const nn::View& d);
 
   const TrainConfig& cfg_;
   UpdateRule rule_;
   index_t len_, n_train_;
+  int learners_;
   nn::View w_, inc_, acc_, inbox_;
   nn::View sent_;  // DC-ASGD: per learner, the weights last sent to it (learners x len)
   std::int64_t clock_ = 0, samples_ = 0;
   bool diverged_ = false;
+  double merge_rate_ = 0;  // the rate of the last merged delta
   std::vector<Pending> pending_;
   std::vector<int> last_learners_;
   std::vector<io::LearnerCursor> cursors_;

@@ -83,7 +83,24 @@ RunInfo load_run(const std::string& path) {
   info.batch = field_text(info.config, "batch");
   info.summary = r.summary;
   info.mean_tau = mean_staleness(r.staleness_histogram, r.updates);
-  info.smoothed_train_error = smoothed_train_error(r.updates, 400);
+  // a results file's config may hold anything: only numbers and strings count
+  auto field = [&](const char* k) -> const json* {
+    if (!info.config.is_object()) return nullptr;
+    const auto it = info.config.find(k);
+    return it == info.config.end() ? nullptr : &*it;
+  };
+  if (const json* v = field("n_sync"); r.protocol == "nsync" && v && v->is_number_integer()) {
+    const auto n = v->get<std::int64_t>();
+    if (n > 1 && n <= 1000000) info.per_gradient = static_cast<double>(n);
+  }
+  if (const json* v = field("warm_steps"); v && v->is_number()) info.warm = v->get<double>() > 0;
+  if (r.protocol == "nsync") {
+    const json* v = field("merge");
+    info.merge = v && v->is_string() ? v->get<std::string>() : "sum";
+  }
+  info.smoothed_train_error = smoothed_train_error(r.updates, 400, info.per_gradient);
+  if (info.per_gradient > 1)
+    info.sawtooth = periodic_component(r.minibatch_error, static_cast<std::size_t>(info.per_gradient));
   info.n_updates = r.updates.size();
   info.n_evals = r.evals.size();
   read_machine(info, r);
@@ -97,6 +114,7 @@ RunInfo load_run(const std::string& path) {
                                       tm.value("compute_s", kNaN), tm.value("comm_s", kNaN));
   }
   info.histogram = std::move(r.staleness_histogram);
+  info.updates = std::move(r.updates);
   info.learner_rows = std::move(r.learners);
   return info;
 }

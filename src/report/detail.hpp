@@ -35,6 +35,13 @@ struct RunInfo {
   io::Summary summary;
   double mean_tau = kNaN;
   double smoothed_train_error = kNaN;
+  double per_gradient = 1;  // minibatches in one pushed gradient: nsync's n_sync
+  bool warm = false;        // warm_steps > 0
+  std::string merge;        // nsync's merge rule ("sum" when not set)
+  // the learning curve (training time, error) and, for virtual nsync runs,
+  // the periodic component of the minibatch errors at period n_sync
+  std::vector<io::UpdateRecord> updates;
+  Periodic sawtooth;
   std::size_t n_updates = 0, n_evals = 0;
   std::vector<std::int64_t> histogram;
   std::vector<io::LearnerTiming> learner_rows;

@@ -79,8 +79,7 @@ bool n_match(const json& claim, const RunInfo& r) {
 bool warm_match(const json& claim, const RunInfo& r) {
   const auto it = claim.find("warm_start");
   if (it == claim.end() || !it->is_boolean()) return true;
-  const bool warm = r.config.is_object() && r.config.value("warm_steps", 0) > 0;
-  return warm == it->get<bool>();
+  return r.warm == it->get<bool>();
 }
 
 std::string paper_value(const json& claim) {

@@ -117,15 +117,50 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
   return r;
 }
 
-double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window) {
+double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window, double per_gradient) {
+  return smoothed_train_error_at(updates, std::numeric_limits<double>::infinity(), window, per_gradient);
+}
+
+double smoothed_train_error_at(const std::vector<io::UpdateRecord>& updates, double t, double window,
+                               double per_gradient) {
   double weight = 0, sum = 0;
-  for (auto it = updates.rbegin(); it != updates.rend() && weight < window; ++it) {
+  auto it = updates.rbegin();
+  if (std::isfinite(t))
+    while (it != updates.rend() && !(it->wall_s <= t)) ++it;
+  for (; it != updates.rend() && weight < window; ++it) {
     if (it->gradients <= 0 || !std::isfinite(it->train_error)) continue;
-    const double w = std::min(static_cast<double>(it->gradients), window - weight);
+    const double w = std::min(static_cast<double>(it->gradients) * per_gradient, window - weight);
     weight += w;
     sum += w * it->train_error;
   }
   return weight > 0 ? sum / weight : kNaN;
+}
+
+Periodic periodic_component(const std::vector<float>& errors, std::size_t p, double from) {
+  Periodic out;
+  if (p < 2 || errors.size() < p) return out;
+  const std::size_t blocks = errors.size() / p;
+  const auto first = static_cast<std::size_t>(std::clamp(from, 0.0, 1.0) * static_cast<double>(blocks));
+  const double pi = std::acos(-1.0);
+  double re = 0, im = 0, sq = 0;
+  std::size_t m = 0;
+  for (std::size_t b = std::min(first, blocks - 1); b < blocks; ++b) {
+    double mean = 0;
+    for (std::size_t i = 0; i < p; ++i) mean += errors[b * p + i];
+    mean /= static_cast<double>(p);
+    for (std::size_t i = 0; i < p; ++i) {
+      const double r = errors[b * p + i] - mean, phase = 2 * pi * static_cast<double>(i) / static_cast<double>(p);
+      re += r * std::cos(phase);
+      im -= r * std::sin(phase);
+      sq += r * r;
+      ++m;
+    }
+  }
+  const double dm = static_cast<double>(m);
+  out.minibatches = m;
+  out.amplitude = 2 * std::hypot(re, im) / dm;
+  out.noise = 2 * std::sqrt(sq / dm) / std::sqrt(dm);
+  return out;
 }
 
 double mean_staleness(const std::vector<std::int64_t>& histogram, const std::vector<io::UpdateRecord>& updates) {

@@ -48,8 +48,29 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
 // it. The result is the weighted mean of train_error over those rows. Rows
 // with gradients <= 0 or a non-finite train_error are skipped. Fewer than
 // `window` minibatches in all: the weighted mean over every row. NaN when no
-// row counts.
-double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window = 400);
+// row counts. per_gradient: minibatches in one gradient (nsync's n_sync: its
+// push is the change over n_sync minibatches and its train_error their mean).
+double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window = 400,
+                            double per_gradient = 1);
+// The same over the rows trained by time t (wall_s <= t): the smoothed error
+// a learning curve shows at t. NaN when no row is that early.
+double smoothed_train_error_at(const std::vector<io::UpdateRecord>& updates, double t, double window = 400,
+                               double per_gradient = 1);
+
+// The periodic component at period p of a sequence of minibatch errors made
+// of consecutive blocks of p (nsync's pushes: /minibatches/error): each
+// block less its own mean (so the slow trend of training goes), then the
+// amplitude of the first harmonic at period p, 2 |sum_i e_i exp(-2 pi j i / p)| / M
+// over the M minibatches of the blocks from `from` (a fraction of the
+// blocks: 0.5 is the second half of training). noise is what white noise of
+// the same spread gives, 2 s / sqrt(M) (s: the residuals' standard
+// deviation). NaN both when p < 2 or no block counts.
+struct Periodic {
+  double amplitude = std::numeric_limits<double>::quiet_NaN();
+  double noise = std::numeric_limits<double>::quiet_NaN();
+  std::size_t minibatches = 0;
+};
+Periodic periodic_component(const std::vector<float>& errors, std::size_t p, double from = 0.5);
 
 // Mean staleness of the gradients of a run: from /staleness/histogram
 // (sum tau * count / sum count) when it holds any count, else from

@@ -157,6 +157,7 @@ class VirtualRun {
     if (status == "completed") evaluate_now();
     res_.updates = core_.series().updates;
     res_.staleness_histogram = core_.series().staleness_histogram;
+    res_.minibatch_error = minibatch_error_;
     res_.learners = core_.learner_counts();
     for (int l = 0; l < L_; ++l) {
       const auto& t = learners_[static_cast<std::size_t>(l)].timing;
@@ -269,6 +270,8 @@ class VirtualRun {
     if (rule_.weights_delta()) eng_.keep_fetched();  // the weights it fetched
     if (rule_.local_sgd()) eng_.set_momentum(ln.inc.data());  // and its own momentum
     const ps::LocalResult r = local_.run(eng_, *ln.sampler, l, ln.steps);
+    if (rule_.weights_delta())  // in update order: nsync applies each push alone
+      minibatch_error_.insert(minibatch_error_.end(), r.errors.begin(), r.errors.end());
     if (rule_.local_sgd()) eng_.get_momentum(ln.inc.data());
     if (elastic()) {  // the exchange with the centre it holds; it keeps its weights
       local_.elastic(eng_, ln.centre.data());
@@ -338,6 +341,7 @@ class VirtualRun {
     ck.progress = res_;
     ck.progress.updates = core_.series().updates;
     ck.progress.staleness_histogram = core_.series().staleness_histogram;
+    ck.progress.minibatch_error = minibatch_error_;
     ck.progress.learners = core_.learner_counts();
     if (with_learners) ck.virtual_state = save_learners();
     io::write_checkpoint(s_.paths().checkpoint, ck);
@@ -406,6 +410,7 @@ class VirtualRun {
       held_.push_back(q);
     }
     res_.evals = ck.progress.evals;
+    minibatch_error_ = ck.progress.minibatch_error;
   }
 
   ps::RunSession& s_;
@@ -416,6 +421,7 @@ class VirtualRun {
   index_t P_;
   ps::UpdateRule rule_;
   ps::LocalSteps local_;
+  std::vector<float> minibatch_error_;  // nsync: every minibatch's error, in update order
   ps::ShardCore core_;
   std::vector<Learner> learners_;
   std::unique_ptr<Timing> timing_;

@@ -1,0 +1,158 @@
+// nsync's merge rules (src/protocol/merge_rules.cpp): each against a hand
+// computation over a sequence of pushes on a ShardCore; server-sgd with the
+// defaults is the sum and with server_lr = lr / L the mean; the options are
+// refused outside their rule and domain; a virtual run with each rule
+// completes, deterministically, and the rules differ; it records every
+// minibatch's training error in update order.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "config/config.hpp"
+#include "io/results.hpp"
+#include "protocol/registry.hpp"
+#include "ps/shard_core.hpp"
+#include "sim/virtual.hpp"
+#include "virtual_config.hpp"
+
+namespace fs = std::filesystem;
+using asgd::TrainConfig;
+
+namespace {
+
+constexpr int kLen = 5, kLearners = 4;
+
+TrainConfig nsync_cfg(const std::string& merge) {
+  TrainConfig c;
+  c.protocol = "nsync";
+  c.learners = kLearners;
+  c.n_sync = 3;
+  c.lr = 0.1;
+  c.momentum = 0.9;
+  c.merge = merge;
+  return c;
+}
+
+// The pushed change of push k at parameter j.
+float delta(int k, int j) { return 0.01f * static_cast<float>((j + 1) * (k % 2 == 0 ? 1 : -2) + k); }
+
+// The weights after pushes 0..pushes-1 into a core starting at w0(j) = 1 + j / 4.
+std::vector<double> merged(const TrainConfig& cfg, int pushes) {
+  asgd::ps::ShardCore core(cfg, kLen, kLearners, 1000000);
+  auto w = Kokkos::create_mirror_view(core.weights());
+  for (int j = 0; j < kLen; ++j) w(j) = 1.0f + 0.25f * static_cast<float>(j);
+  Kokkos::deep_copy(core.weights(), w);
+  for (int k = 0; k < pushes; ++k) {
+    auto in = Kokkos::create_mirror_view(core.inbox());
+    for (int j = 0; j < kLen; ++j) in(j) = delta(k, j);
+    Kokkos::deep_copy(core.inbox(), in);
+    asgd::ps::Arrival a;
+    a.learner = k % kLearners;
+    a.samples = 1;
+    EXPECT_TRUE(core.accept(a, 0.0));
+  }
+  Kokkos::deep_copy(w, core.weights());
+  return {w.data(), w.data() + kLen};
+}
+
+TEST(Merge, EachRuleAgainstAHandComputation) {
+  const int pushes = 6;
+  for (const std::string rule : {"sum", "mean", "server-sgd", "adagrad"}) {
+    TrainConfig cfg = nsync_cfg(rule);
+    if (rule == "server-sgd") cfg.server_lr = 0.3, cfg.server_momentum = 0.5;
+    if (rule == "adagrad") cfg.server_lr = 0.02;
+    const auto got = merged(cfg, pushes);
+    for (int j = 0; j < kLen; ++j) {
+      double w = 1.0 + 0.25 * j, acc = 0;
+      for (int k = 0; k < pushes; ++k) {
+        const double d = delta(k, j), g = -d / cfg.lr;
+        if (rule == "sum") w += d;
+        if (rule == "mean") w += d / kLearners;
+        if (rule == "server-sgd") acc = 0.5 * acc + g, w -= 0.3 * acc;
+        if (rule == "adagrad") acc += g * g, w -= 0.02 * g / (std::sqrt(acc) + 1e-8);
+      }
+      EXPECT_NEAR(got[j], w, 2e-5 * std::max(1.0, std::abs(w))) << rule << " j " << j;
+    }
+  }
+}
+
+TEST(Merge, ServerSgdWithTheRunsRateIsTheSumAndWithRateOverLTheMean) {
+  const auto sum = merged(nsync_cfg("sum"), 5), mean = merged(nsync_cfg("mean"), 5);
+  const auto sgd = merged(nsync_cfg("server-sgd"), 5);
+  TrainConfig over_l = nsync_cfg("server-sgd");
+  over_l.server_lr = over_l.lr / kLearners;
+  const auto sgd_l = merged(over_l, 5);
+  for (int j = 0; j < kLen; ++j) {
+    EXPECT_NEAR(sgd[j], sum[j], 1e-6) << j;
+    EXPECT_NEAR(sgd_l[j], mean[j], 1e-6) << j;
+    EXPECT_GT(std::abs(sum[j] - mean[j]), 1e-3) << j;  // the two differ
+  }
+}
+
+bool mentions(const TrainConfig& c, const std::string& what) {
+  const auto p = asgd::validate(c);
+  return std::any_of(p.begin(), p.end(), [&](const std::string& s) { return s.find(what) != std::string::npos; });
+}
+
+TEST(Merge, OptionsAreRefusedOutsideTheirRuleAndDomain) {
+  EXPECT_TRUE(asgd::validate(nsync_cfg("adagrad")).empty());
+  TrainConfig c = nsync_cfg("median");
+  EXPECT_TRUE(mentions(c, "merge rule 'median' unknown (sum, mean, server-sgd, adagrad)"));
+  c = nsync_cfg("mean");
+  c.protocol = "softsync";
+  EXPECT_TRUE(mentions(c, "--merge is an option of protocol nsync, not of softsync"));
+  c = nsync_cfg("mean");
+  c.server_lr = 0.1;
+  EXPECT_TRUE(mentions(c, "--server-lr is an option of merge server-sgd or adagrad, not of merge mean"));
+  c = nsync_cfg("adagrad");
+  c.server_momentum = 0.5;
+  EXPECT_TRUE(mentions(c, "--server-momentum is an option of merge server-sgd, not of merge adagrad"));
+  c = nsync_cfg("server-sgd");
+  c.server_lr = 0;
+  EXPECT_TRUE(mentions(c, "server_lr 0 must be > 0"));
+  c.server_lr = NAN;
+  EXPECT_TRUE(mentions(c, "server_lr nan must be > 0"));
+  c.server_lr = 0.1;
+  c.server_momentum = 1;
+  EXPECT_TRUE(mentions(c, "server_momentum 1 must be in [0, 1)"));
+}
+
+TEST(Merge, VirtualRunsWithEachRuleCompleteDeterministicallyAndDiffer) {
+  const fs::path dir = fs::temp_directory_path() / ("asgd_merge_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::vector<double> losses;
+  for (const std::string rule : {"sum", "mean", "server-sgd", "adagrad"}) {
+    TrainConfig c = small_virtual("nsync", dir.string());
+    c.learners = 4;
+    c.n_sync = 3;
+    c.merge = rule;
+    if (rule == "server-sgd") c.server_momentum = 0.5;
+    if (rule == "adagrad") c.server_lr = 0.01;
+    double first = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+      c.run_id = rule + std::to_string(rep);
+      const auto r = asgd::io::read_results(asgd::sim::train_virtual(c, {true, 2.0, 0}).paths.results);
+      ASSERT_EQ(r.status, "completed") << rule;
+      ASSERT_FALSE(r.evals.empty());
+      if (rep == 0) first = r.evals.back().test_loss;
+      else EXPECT_EQ(first, r.evals.back().test_loss) << rule;
+      EXPECT_LT(r.summary.final_test_error, 0.75) << rule;  // chance is 0.75 with 4 classes
+      // every minibatch's error, in update order: update i is the mean of its n_sync
+      ASSERT_EQ(r.minibatch_error.size(), r.updates.size() * 3u) << rule;
+      for (std::size_t u = 0; u < r.updates.size(); ++u) {
+        const double mean = (r.minibatch_error[3 * u] + r.minibatch_error[3 * u + 1] + r.minibatch_error[3 * u + 2]) / 3.0;
+        ASSERT_NEAR(mean, r.updates[u].train_error, 1e-6) << rule << " update " << u;
+      }
+    }
+    losses.push_back(first);
+  }
+  for (std::size_t i = 0; i < losses.size(); ++i)
+    for (std::size_t k = i + 1; k < losses.size(); ++k) EXPECT_NE(losses[i], losses[k]) << i << " " << k;
+  fs::remove_all(dir);
+}
+
+}  // namespace
