@@ -54,7 +54,8 @@ struct TrainConfig {
   double lambda_dc = -1;             // dcasgd: delay-compensation strength, >= 0
   std::string lr_policy = "constant";  // constant | staleness | mean-staleness
   // nsync: how the server merges a pushed change of weights
-  // (src/protocol/merge_rules.cpp); server_lr -1: the run's lr; server_momentum -1: 0.
+  // (src/protocol/merge_rules.cpp); server_lr -1: the run's lr;
+  // server_momentum -1: the run's momentum.
   std::string merge = "sum";         // sum | mean | server-sgd | adagrad
   double server_lr = -1;
   double server_momentum = -1;

@@ -306,7 +306,7 @@ std::vector<Field<C>> parallel_fields() {
        }},
       {.key = "merge", .member = &C::merge,
        .option = {"--merge", "nsync: how the server merges a change: sum, mean, server-sgd or adagrad"},
-       .suite = {.token = "merge"},
+       .suite = {.check_alone = false, .token = "merge"},
        .check = [](const C& c, Problems& p) {
          registered(p, "merge rule", c.merge, protocol::merge_rules(), c);
          owned_by("nsync", "--merge", c.merge != "sum", c, p);
@@ -318,7 +318,7 @@ std::vector<Field<C>> parallel_fields() {
        .check = [](const C& c, Problems& p) { merge_option(p, "--server-lr", c.server_lr != -1, c, true); },
        .only_if_changed = true},
       {.key = "server_momentum", .member = &C::server_momentum,
-       .option = {"--server-momentum", "nsync with merge server-sgd: the server's momentum (default 0)"},
+       .option = {"--server-momentum", "nsync with merge server-sgd: the server's momentum (default --momentum)"},
        .suite = {.check_alone = false, .token = "smom"},
        .check = [](const C& c, Problems& p) { merge_option(p, "--server-momentum", c.server_momentum != -1, c, false); },
        .only_if_changed = true},

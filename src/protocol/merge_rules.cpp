@@ -1,20 +1,22 @@
 // How a server shard merges a pushed change of weights d (nsync, GPU A-SGD)
 // into its weights w. A type per rule, registered by name (registry.cpp):
-//   sum        w += d                      every client's whole change (Paine et
-//                                          al.'s server "adds" the update)
-//   mean       w += d / L                  the mean over the L clients
-//   server-sgd g = -d / lr; v = m v + g; w -= lr_s v
-//                                          the change read back as the gradient
-//                                          the client accumulated and applied
-//                                          with the server's own rate and
-//                                          momentum (Downpour's server, Dean et
-//                                          al. 2012, section 4.1)
-//   adagrad    g = -d / lr; G += g*g; w -= lr_s g / (sqrt(G) + eps)
-//                                          Downpour's AdaGrad server: a rate
-//                                          per parameter
-// lr is the run's scheduled rate (the clients' rate) and lr_s the server's
-// (server_lr, default lr, scheduled the same way): server-sgd with lr_s = lr
-// and m = 0 is the sum, with lr_s = lr / L the mean.
+//   sum        w += d                 every client's whole change (the server
+//                                     adds what a client pushes)
+//   mean       w += d / L             the mean over the L clients
+//   server-sgd g = -d / (lr n_sync); v = m v + g; w -= lr_s v
+//                                     the change read back as the client's mean
+//                                     step per minibatch (its gradients through
+//                                     its momentum), applied as one step of the
+//                                     server's own rate and momentum, as
+//                                     Downpour's server applies accumulated
+//                                     gradients (Dean et al. 2012, section 4.1)
+//   adagrad    g as above; G += g*g; w -= lr_s g / (sqrt(G) + 1e-8)
+//                                     Downpour's AdaGrad server: a rate per
+//                                     parameter
+// lr is the run's scheduled rate (the clients' rate); lr_s the server's
+// (server_lr, default lr, scheduled the same way); m the server's momentum
+// (server_momentum, default the run's momentum). server-sgd with
+// lr_s = lr n_sync and m = 0 is the sum; with lr_s = lr n_sync / L, the mean.
 #include <fmt/format.h>
 
 #include "protocol/protocols.hpp"
@@ -69,10 +71,10 @@ Entry<MergeRule> sum_entry() { return rule<Sum>("sum", "w += d: every client's w
 Entry<MergeRule> mean_entry() { return rule<Mean>("mean", "w += d / L: the mean of the clients' changes"); }
 Entry<MergeRule> server_sgd_entry() {
   return rule<ServerSgd>("server-sgd",
-                         "g = -d / lr applied with the server's rate and momentum (server_lr, server_momentum)");
+                         "one step of the mean minibatch step -d / (lr n_sync) with the server's rate and momentum");
 }
 Entry<MergeRule> adagrad_entry() {
-  return rule<Adagrad>("adagrad", "g = -d / lr applied with an AdaGrad rate per parameter (server_lr)");
+  return rule<Adagrad>("adagrad", "the mean minibatch step -d / (lr n_sync) with an AdaGrad rate per parameter (server_lr)");
 }
 
 }  // namespace asgd::protocol

@@ -13,30 +13,9 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-#include "report/analysis.hpp"
+#include "report/papers_detail.hpp"
 
 namespace asgd::report::detail {
-
-namespace {
-
-namespace fs = std::filesystem;
-
-constexpr const char* kPapers[] = {"paine2013", "zhang2015"};
-
-// shown: how messages name the file (see display_path).
-json load_reference(const std::string& path, const std::string& shown) {
-  std::ifstream in(path);
-  if (!in) throw Error(shown + ": cannot open the paper's reference file");
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(shown + ": not a JSON object");
-  if (!j.contains("claims") || !j["claims"].is_array()) throw Error(shown + ": no \"claims\" array");
-  return j;
-}
-
-std::string str(const json& j, const char* name, const std::string& fallback = "") {
-  const auto it = j.find(name);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
 
 // A number from a config field's text ("15", "0.5"); NaN if it is not one.
 double number_of(const std::string& text) {
@@ -82,6 +61,36 @@ bool warm_match(const json& claim, const RunInfo& r) {
   return r.warm == it->get<bool>();
 }
 
+std::string seeds_text(const ConfigGroup& g) {
+  return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
+}
+
+std::string data_of(const ConfigGroup& g) {
+  const RunInfo& r = g.rep();
+  return (r.dataset.empty() ? std::string("data set not recorded") : r.dataset) + ", " + r.model;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPapers[] = {"paine2013", "zhang2015"};
+
+// shown: how messages name the file (see display_path).
+json load_reference(const std::string& path, const std::string& shown) {
+  std::ifstream in(path);
+  if (!in) throw Error(shown + ": cannot open the paper's reference file");
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(shown + ": not a JSON object");
+  if (!j.contains("claims") || !j["claims"].is_array()) throw Error(shown + ": no \"claims\" array");
+  return j;
+}
+
+std::string str(const json& j, const char* name, const std::string& fallback = "") {
+  const auto it = j.find(name);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::string paper_value(const json& claim) {
   const std::string kind = str(claim, "kind");
   const bool approx = claim.value("approx", false);
@@ -109,8 +118,7 @@ std::string paper_value(const json& claim) {
              !claim["n_sync"].empty()) {
     out = "best n_sync: " + claim["n_sync"][0].dump();
   }
-  const std::string ds = str(claim, "dataset");
-  return out + (ds.empty() ? "" : " (" + ds + ")");
+  return out;
 }
 
 std::string ours_of(const std::vector<const ConfigGroup*>& gs) {
@@ -142,21 +150,6 @@ std::string display_path(const std::string& reference_dir, const std::string& fi
   return file + " (in the reference folder)";
 }
 
-std::string seeds_text(const ConfigGroup& g) {
-  return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
-}
-
-// The rows of one claim: the first names the claim and the paper's value.
-struct ClaimRows {
-  std::string text, pv;
-  std::vector<std::vector<std::string>> rows;
-  void add(const std::string& ours, const std::string& cfg) {
-    rows.push_back({rows.empty() ? text : "", rows.empty() ? pv : "", ours, cfg});
-  }
-};
-
-using Groups = std::vector<const ConfigGroup*>;
-
 void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimRows& out) {
   Groups at;
   for (const auto* g : all)
@@ -168,11 +161,13 @@ void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimR
     if (!at.empty()) where = fmt::format(" (our largest learner count, L={})", max_learners);
   }
   for (const auto* g : at) {
-    out.add(fmt::format("ours: time-to-target {}, throughput {}", agg_md(g->tt_speedup, false, 2),
-                        agg_md(g->tp_speedup, false, 2)),
-            config_label(*g) + where + ", " + seeds_text(*g));
+    const RunInfo& r = g->rep();
+    const std::string clock = r.mode != "virtual" ? "" : " (modelled, " + (r.timing_model.empty() ? std::string("ideal clock") : r.timing_model) + ")";
+    out.add(fmt::format("ours: time-to-target {}, throughput {}{}", agg_md(g->tt_speedup, false, 2),
+                        agg_md(g->tp_speedup, false, 2), clock),
+            data_of(*g), config_label(*g) + where + ", " + seeds_text(*g));
   }
-  if (at.empty()) out.add("ours: no run with more than one learner", "");
+  if (at.empty()) out.add("ours: no run with more than one learner", "", "");
 }
 
 void test_error_rows(const json& claim, const Groups& all, const std::string& policy, ClaimRows& out) {
@@ -186,8 +181,9 @@ void test_error_rows(const json& claim, const Groups& all, const std::string& po
   }
   const std::string note = !policy.empty() && !policy_found ? fmt::format(" (no run with lr_policy {})", policy) : "";
   for (const auto* g : at)
-    out.add("ours: final test error " + agg_md(g->final_error, true, 2), config_label(*g) + note + ", " + seeds_text(*g));
-  if (at.empty()) out.add("ours: no matching configuration in this suite", "");
+    out.add("ours: final test error " + agg_md(g->final_error, true, 2), data_of(*g),
+            config_label(*g) + note + ", " + seeds_text(*g));
+  if (at.empty()) out.add("ours: no matching configuration in this suite", "", "");
 }
 
 // The setting as stated: learner count (lambda) and n both, when given.
@@ -198,45 +194,9 @@ void diverges_rows(const json& claim, const Groups& all, const std::string& poli
     if (!learners_match(claim, r.learners) || !n_match(claim, r)) continue;
     std::string ours = fmt::format("ours: {} of {} seeds diverged", g->diverged, g->runs.size());
     if (g->final_error.state == Agg::State::number) ours += ", final test error " + agg_md(g->final_error, true, 2);
-    out.add(ours, config_label(*g));
+    out.add(ours, data_of(*g), config_label(*g));
   }
-  if (out.rows.empty()) out.add("ours: no matching configuration in this suite", "");
-}
-
-void n_sync_order_rows(const Groups& all, ClaimRows& out) {
-  Groups at;
-  for (const auto* g : all)
-    if (g->rep().protocol == "nsync") at.push_back(g);
-  const ConfigGroup* best = nullptr;
-  for (const auto* g : at) {
-    if (g->final_error.state == Agg::State::number && (!best || g->final_error.iv.mean < best->final_error.iv.mean)) {
-      best = g;
-    }
-  }
-  for (const auto* g : at) {
-    out.add(fmt::format("ours: final test error {}{}", agg_md(g->final_error, true, 2), g == best ? " (best of ours)" : ""),
-            config_label(*g) + ", " + seeds_text(*g));
-  }
-  if (at.empty()) out.add("ours: no nsync configuration in this suite", "");
-}
-
-// values_by_learners: the paper's training error per learner count, at the
-// claim's n_sync (a single learner never syncs: any n_sync) and start.
-void train_error_rows(const json& claim, const Groups& all, ClaimRows& out) {
-  Groups at;
-  const auto by = claim.find("values_by_learners");
-  for (const auto* g : all) {
-    const RunInfo& r = g->rep();
-    if (by == claim.end() || !by->is_object() || !by->contains(std::to_string(r.learners))) continue;
-    if (!warm_match(claim, r)) continue;
-    if (r.learners > 1 && !value_match(claim, "n_sync", number_of(r.n_sync))) continue;
-    at.push_back(g);
-  }
-  for (const auto* g : at) {
-    out.add("ours: final training error (smoothed) " + agg_md(g->smoothed_error, true, 2),
-            config_label(*g) + ", " + seeds_text(*g));
-  }
-  if (at.empty()) out.add("ours: no matching configuration in this suite", "");
+  if (out.rows.empty()) out.add("ours: no matching configuration in this suite", "", "");
 }
 
 ClaimRows claim_rows(const json& claim, const Groups& all, int max_learners) {
@@ -244,14 +204,17 @@ ClaimRows claim_rows(const json& claim, const Groups& all, int max_learners) {
   ClaimRows out;
   out.text = str(claim, "text", str(claim, "id")) + " — " + (source.empty() ? std::string("location not given") : source);
   out.pv = "paper: " + paper_value(claim);
+  out.paper_data = str(claim, "dataset", "not named");
   const std::string policy = str(claim, "lr_policy");
   if (kind == "speedup") speedup_rows(claim, all, max_learners, out);
   else if (kind == "test_error") test_error_rows(claim, all, policy, out);
   else if (kind == "diverges") diverges_rows(claim, all, policy, out);
   else if (kind == "n_sync_order") n_sync_order_rows(all, out);
   else if (kind == "train_error") train_error_rows(claim, all, out);
-  else if (kind == "trend") out.add("ours: not compared automatically (see the error plots of this report)", "");
-  else out.add("ours: (claim kind '" + kind + "' is not compared automatically)", "");
+  else if (kind == "early_late") early_late_rows(claim, all, out);
+  else if (kind == "saw_tooth") saw_tooth_rows(claim, all, out);
+  else if (kind == "trend") out.add("ours: not compared automatically (see the error plots of this report)", "", "");
+  else out.add("ours: (claim kind '" + kind + "' is not compared automatically)", "", "");
   return out;
 }
 
@@ -293,7 +256,7 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
   if (const std::string t = str(ref, "source_text"); !t.empty()) md += "Text checked: " + t + "\n\n";
 
   Table t;
-  t.header = {"paper's claim", "paper", "ours", "our configuration"};
+  t.header = {"paper's claim", "paper", "paper's data", "ours", "our data, model", "our configuration"};
   int max_learners = 0;
   for (const auto* g : all) max_learners = std::max(max_learners, g->rep().learners);
   for (const json& claim : ref["claims"]) {
@@ -301,6 +264,7 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
     for (auto& r : claim_rows(claim, all, max_learners).rows) t.rows.push_back(std::move(r));
   }
   md += to_markdown(t) + "\n";
+  if (std::string(paper) == "zhang2015") md += throughput_table(ref, all);
   return md;
 }
 

@@ -1,6 +1,6 @@
 // nsync's merge rules (src/protocol/merge_rules.cpp): each against a hand
-// computation over a sequence of pushes on a ShardCore; server-sgd with the
-// defaults is the sum and with server_lr = lr / L the mean; the options are
+// computation over a sequence of pushes on a ShardCore; server-sgd without
+// momentum at server_lr = lr n_sync is the sum and at lr n_sync / L the mean; the options are
 // refused outside their rule and domain; a virtual run with each rule
 // completes, deterministically, and the rules differ; it records every
 // minibatch's training error in update order.
@@ -69,7 +69,7 @@ TEST(Merge, EachRuleAgainstAHandComputation) {
     for (int j = 0; j < kLen; ++j) {
       double w = 1.0 + 0.25 * j, acc = 0;
       for (int k = 0; k < pushes; ++k) {
-        const double d = delta(k, j), g = -d / cfg.lr;
+        const double d = delta(k, j), g = -d / (cfg.lr * cfg.n_sync);
         if (rule == "sum") w += d;
         if (rule == "mean") w += d / kLearners;
         if (rule == "server-sgd") acc = 0.5 * acc + g, w -= 0.3 * acc;
@@ -80,16 +80,25 @@ TEST(Merge, EachRuleAgainstAHandComputation) {
   }
 }
 
-TEST(Merge, ServerSgdWithTheRunsRateIsTheSumAndWithRateOverLTheMean) {
+TEST(Merge, ServerSgdIsTheSumOrTheMeanAtTheirRatesWithoutMomentum) {
   const auto sum = merged(nsync_cfg("sum"), 5), mean = merged(nsync_cfg("mean"), 5);
-  const auto sgd = merged(nsync_cfg("server-sgd"), 5);
-  TrainConfig over_l = nsync_cfg("server-sgd");
-  over_l.server_lr = over_l.lr / kLearners;
+  TrainConfig as_sum = nsync_cfg("server-sgd");
+  as_sum.server_lr = as_sum.lr * as_sum.n_sync;
+  as_sum.server_momentum = 0;
+  const auto sgd = merged(as_sum, 5);
+  TrainConfig over_l = as_sum;
+  over_l.server_lr = as_sum.lr * as_sum.n_sync / kLearners;
   const auto sgd_l = merged(over_l, 5);
+  // the default momentum is the run's (0.9): then it is neither
+  const auto with_m = merged(nsync_cfg("server-sgd"), 5);
+  TrainConfig m0 = nsync_cfg("server-sgd");
+  m0.server_momentum = 0;
+  const auto without_m = merged(m0, 5);
   for (int j = 0; j < kLen; ++j) {
     EXPECT_NEAR(sgd[j], sum[j], 1e-6) << j;
     EXPECT_NEAR(sgd_l[j], mean[j], 1e-6) << j;
     EXPECT_GT(std::abs(sum[j] - mean[j]), 1e-3) << j;  // the two differ
+    EXPECT_GT(std::abs(with_m[j] - without_m[j]), 1e-4) << j;
   }
 }
 

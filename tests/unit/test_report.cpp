@@ -289,6 +289,51 @@ TEST(ReportStats, SmoothedTrainingError) {
   EXPECT_DOUBLE_EQ(asgd::report::mean_staleness({5, 3, 2}, {}), (3 + 2 * 2) / 10.0);
 }
 
+// nsync: an update row is one push of n_sync minibatches; at a time t only
+// the rows trained by then count.
+TEST(ReportStats, SmoothedTrainingErrorPerMinibatchAndAtATime) {
+  std::vector<asgd::io::UpdateRecord> u;
+  for (int i = 0; i < 10; ++i) {
+    asgd::io::UpdateRecord r;
+    r.gradients = 1;
+    r.wall_s = i;
+    r.train_error = i < 5 ? 0.8 : 0.2;
+    u.push_back(r);
+  }
+  // 100 minibatches per push: the 400-minibatch window is the last 4 pushes
+  EXPECT_NEAR(asgd::report::smoothed_train_error(u, 400, 100), 0.2, 1e-15);
+  // counted per gradient it would be every push
+  EXPECT_NEAR(asgd::report::smoothed_train_error(u, 400, 1), 0.5, 1e-15);
+  // at t = 5.5: pushes 2..5 (three at 0.8, one at 0.2)
+  EXPECT_NEAR(asgd::report::smoothed_train_error_at(u, 5.5, 400, 100), (3 * 0.8 + 0.2) / 4, 1e-15);
+  EXPECT_TRUE(std::isnan(asgd::report::smoothed_train_error_at(u, -1, 400, 100)));
+}
+
+// The periodic component at period p: a cosine of amplitude A on top of a
+// trend that moves from block to block (removed with each block's mean) and
+// seeded noise is found at A; without it, only the noise level remains.
+TEST(ReportStats, PeriodicComponentAtPeriodNsync) {
+  const std::size_t p = 50, blocks = 40;
+  const double pi = std::acos(-1.0);
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 0.05);
+  std::vector<float> with, without;
+  for (std::size_t b = 0; b < blocks; ++b)
+    for (std::size_t i = 0; i < p; ++i) {
+      const double trend = 0.9 - 0.01 * static_cast<double>(b), e = noise(rng);
+      with.push_back(static_cast<float>(trend + 0.06 * std::cos(2 * pi * static_cast<double>(i) / p + 0.3) + e));
+      without.push_back(static_cast<float>(trend + e));
+    }
+  const auto a = asgd::report::periodic_component(with, p, 0.5);
+  EXPECT_EQ(a.minibatches, p * blocks / 2);
+  EXPECT_NEAR(a.amplitude, 0.06, 4 * a.noise);
+  EXPECT_NEAR(a.noise, 2 * 0.05 / std::sqrt(1000.0), 0.001);
+  const auto b = asgd::report::periodic_component(without, p, 0.5);
+  EXPECT_LT(b.amplitude, 4 * b.noise);
+  EXPECT_TRUE(std::isnan(asgd::report::periodic_component(with, 1).amplitude));
+  EXPECT_TRUE(std::isnan(asgd::report::periodic_component({0.1f}, 5).amplitude));
+}
+
 // ---------------------------------------------------------------- write_report
 
 TEST(Report, SpeedupConvergenceAndDiverged) {
@@ -581,10 +626,11 @@ TEST(Report, PlotsAreMade) {
 }
 
 // The rows of the papers' table in report.md: claim text (the first cell of
-// a claim's first row, up to " — ") -> its (ours, our configuration) cells.
+// a claim's first row, up to " — ") -> its (ours, our configuration) cells;
+// the paper's data set is on a claim's first row, ours on every matched row.
 std::map<std::string, std::vector<std::pair<std::string, std::string>>> paper_rows(const std::string& md) {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> out;
-  const std::string header = "| paper's claim | paper | ours | our configuration |";
+  const std::string header = "| paper's claim | paper | paper's data | ours | our data, model | our configuration |";
   auto at = md.find(header);
   EXPECT_NE(at, std::string::npos) << "no papers' table in\n" << md;
   if (at == std::string::npos) return out;
@@ -600,10 +646,14 @@ std::map<std::string, std::vector<std::pair<std::string, std::string>>> paper_ro
       else if (line[i] == '|') cells.push_back(cell.size() >= 2 ? cell.substr(1, cell.size() - 2) : ""), cell.clear();
       else cell += line[i];
     }
-    EXPECT_EQ(cells.size(), 4u) << line;
-    if (cells.size() != 4) continue;
+    EXPECT_EQ(cells.size(), 6u) << line;
+    if (cells.size() != 6) continue;
     if (!cells[0].empty()) claim = cells[0].substr(0, cells[0].find(" — "));
-    out[claim].emplace_back(cells[2], cells[3]);
+    EXPECT_EQ(cells[0].empty(), cells[2].empty()) << line;  // the paper's data set with its claim
+    if (!cells[3].starts_with("ours: no ")) {
+      EXPECT_FALSE(cells[4].empty()) << line;  // ours beside every figure
+    }
+    out[claim].emplace_back(cells[3], cells[5]);
   }
   return out;
 }
@@ -917,7 +967,8 @@ TEST(PaperReference, EveryClaimHasItsSourceLocation) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".json") files.push_back(e.path());
   ASSERT_GE(files.size(), 2u) << dir;  // paine2013, zhang2015
-  const std::vector<std::string> kinds = {"speedup", "test_error", "diverges", "n_sync_order", "train_error", "trend"};
+  const std::vector<std::string> kinds = {"speedup", "test_error", "diverges", "n_sync_order", "train_error",
+                                          "early_late", "saw_tooth", "trend"};
   auto nonempty = [](const json& j, const char* k) { return j.contains(k) && j[k].is_string() && !j[k].get<std::string>().empty(); };
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());

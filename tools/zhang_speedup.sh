@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Zhang et al.'s throughput speedup against learners (README: "Reproducing
+# the papers"): calibrates this machine into profiles/local.yaml, runs the
+# virtual speedup suite on the Zhang profile and on that one, then the real
+# L = 1, 2 suite, and writes both reports.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: tools/zhang_speedup.sh [-q] [-k] [-o RESULTS] [-h]
+
+  -q          quick: suites/zhang2015-speedup-quick.yaml (L = 1, 2, 8) instead of
+              suites/zhang2015-speedup.yaml (L = 1, 2, 4, 8, 16, 30)
+  -k          keep an existing profiles/local.yaml (default: calibrate again)
+  -o RESULTS  results folder (default results); reports go to
+              RESULTS/<suite>/report/report.md
+  -h          this help
+
+Steps: asgd calibrate --models cifar10-18pct --batch 4 -o profiles/local.yaml
+(about 10 s; it runs two short MPI probes), asgd sweep run of the virtual
+suite (--jobs 2), asgd sweep run of suites/zhang2015-speedup-real.yaml
+(--jobs 1: each run is 2 or 3 ranks on this machine's cores).
+Environment: ASGD (default build/ci/asgd, else build/default/asgd), MPIEXEC (mpiexec).
+USAGE
+}
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+results=results
+quick=0
+keep=0
+while getopts "qko:h" opt; do
+  case "$opt" in
+    q) quick=1 ;;
+    k) keep=1 ;;
+    o) results="$OPTARG" ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[[ $# -eq 0 ]] || { echo "zhang_speedup.sh: unexpected argument '$1'" >&2; usage >&2; exit 2; }
+asgd="${ASGD:-}"
+if [[ -z "$asgd" ]]; then
+  for b in "$root/build/ci/asgd" "$root/build/default/asgd"; do [[ -x "$b" ]] && { asgd="$b"; break; }; done
+fi
+[[ -x "$asgd" ]] || { echo "zhang_speedup.sh: no asgd binary (build first, or set ASGD)" >&2; exit 2; }
+mpiexec="${MPIEXEC:-mpiexec}"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+cd "$root"
+
+if [[ $keep -eq 0 || ! -f profiles/local.yaml ]]; then
+  echo "== calibrating this machine -> profiles/local.yaml"
+  "$asgd" calibrate --models cifar10-18pct --batch 4 --mpiexec "$mpiexec" --out profiles/local.yaml
+fi
+suite=suites/zhang2015-speedup.yaml
+[[ $quick -eq 1 ]] && suite=suites/zhang2015-speedup-quick.yaml
+echo "== $suite (virtual learners, modelled time)"
+"$asgd" sweep run "$suite" --results "$results" --jobs 2
+echo "== suites/zhang2015-speedup-real.yaml (real ranks, measured time)"
+"$asgd" sweep run suites/zhang2015-speedup-real.yaml --results "$results" --jobs 1 --mpiexec "$mpiexec"
