@@ -41,6 +41,14 @@ expect_error "unknown model" "model 'resnet' unknown" -- "$asgd" train "${syn[@]
 expect_error "n > learners" "softsync n 3 must be in 1..learners \(2\)" -- \
   "$asgd" train "${syn[@]}" --learners 2 --protocol softsync --n 3
 expect_error "n_sync < 1" "n_sync 0" -- "$asgd" train "${syn[@]}" --protocol nsync --n-sync 0
+expect_error "unknown merge rule" "merge rule 'median' unknown \(sum, mean, server-sgd, adagrad\)" -- \
+  "$asgd" train "${syn[@]}" --protocol nsync --merge median
+expect_error "merge under softsync" "--merge is an option of protocol nsync, not of softsync" -- \
+  "$asgd" train "${syn[@]}" --protocol softsync --merge mean
+expect_error "server momentum under merge adagrad" "--server-momentum is an option of merge server-sgd, not of merge adagrad" -- \
+  "$asgd" train "${syn[@]}" --protocol nsync --merge adagrad --server-momentum 0.5
+expect_error "negative server rate" "--server-lr -0.5 must be > 0" -- \
+  "$asgd" train "${syn[@]}" --protocol nsync --merge server-sgd --server-lr -0.5
 expect_error "unknown device" "device 'tpu' unknown \(cpu, cuda\)" -- "$asgd" train "${syn[@]}" --device tpu
 expect_error "virtual learners on a GPU" "virtual learners run on the CPU" -- \
   "$asgd" train "${syn[@]}" --device cuda --virtual --learners 2

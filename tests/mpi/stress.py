@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Stress test of the MPI parameter server: many short real runs over every
-protocol x server shards S in {2, 3} x learners L in {2, 4}, shared memory and
+protocol (nsync with the sum, AdaGrad and server-SGD merges) x server shards
+S in {2, 3} x learners L in {2, 4}, shared memory and
 messages, with evaluations and checkpoints every few updates and random
 delays injected into learners and servers (ASGD_INJECT_DELAY, seeded per
 run). Every run is under two watchdogs: the program's own (--stall-timeout)
@@ -49,8 +50,8 @@ def shapes():
             yield L, S, "hardsync", [], L
             for n in sorted({1, 2, L}):
                 yield L, S, "softsync", ["--n", str(n)], L // n
-            for ns in (1, 3):
-                yield L, S, "nsync", ["--n-sync", str(ns)], 1
+            for ns, merge in ((1, "sum"), (3, "sum"), (3, "adagrad"), (2, "server-sgd")):
+                yield L, S, "nsync", ["--n-sync", str(ns), "--merge", merge], 1
             for st in (0, 1):
                 yield L, S, "ssp", ["--staleness", str(st)], 1
             yield L, S, "easgd", ["--tau", "2"], 1
