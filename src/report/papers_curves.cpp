@@ -47,8 +47,8 @@ std::string pct(const Agg& a) {
 
 std::string clock_name(const ConfigGroup& g) {
   const RunInfo& r = g.rep();
-  if (r.mode != "virtual") return "measured";
-  return "modelled" + (r.timing_model.empty() ? std::string() : ", " + r.timing_model);
+  if (r.mode != "virtual") return "measured time";
+  return "modelled time" + (r.timing_model.empty() ? std::string() : ", " + r.timing_model);
 }
 
 // "nsync n_sync=100 merge=mean cold": a family's setting (learners varying).
@@ -135,7 +135,7 @@ void early_late_rows(const json& claim, const Groups& all, ClaimRows& out) {
       if (e.state == Agg::State::number && e.iv.mean > worst) worst = e.iv.mean, slowest = g;
       if (both && d > drop_best) drop_best = d, steepest = g;
     }
-    std::string ours = fmt::format("ours ({} time): smoothed training error early, at t = {:.3g} s: {}; fall from t = "
+    std::string ours = fmt::format("ours ({}): smoothed training error early, at t = {:.3g} s: {}; fall from t = "
                                    "{:.3g} s to {:.3g} s: {}",
                                    clock_name(*fam.back()), t / 10, early, t / 2, t, late);
     if (slowest) ours += fmt::format(". Slowest early: L={}", slowest->rep().learners);

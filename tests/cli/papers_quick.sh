@@ -25,7 +25,7 @@ has "$md" "| paper's claim | paper | paper's data | ours | our data, model | our
 has "$md" "| paper: 3.2x | ImageNet | ours: time-to-target"
 has "$md" "(modelled, profile paine2013 (profiles/paine2013.yaml))"
 has "$md" "paper: 70% at L=1, 58% at L=8 | ImageNet | ours: smoothed training error at t = "
-has "$md" "ours (modelled time): smoothed training error early"
+has "$md" "ours (modelled time, profile paine2013 (profiles/paine2013.yaml)): smoothed training error early"
 has "$md" "ours: final test error n_sync 100: "
 has "$md" "ours: amplitude of the periodic component at period n_sync"
 if grep -q "saw-toothed error curve | ImageNet | ours: no " "$md"; then fail "no saw-tooth figure"; fi
