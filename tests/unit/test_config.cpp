@@ -50,6 +50,9 @@ asgd::TrainConfig changed() {
   c.alpha = 0.3;
   c.lambda_dc = 0.1;
   c.profile = "profiles/p.yaml";
+  c.merge = "server-sgd";  // nsync's merge rule and its options, written when set
+  c.server_lr = 0.05;
+  c.server_momentum = 0.5;
   c.lr_policy = "staleness";
   c.warm_start = "w.h5";
   c.warm_steps = 0;
@@ -158,6 +161,8 @@ TEST(ConfigTable, EachCheckNamesItsField) {
               c.profile.clear();
               c.staleness = c.tau = -1;  // other protocols' options: refused under softsync
               c.alpha = c.lambda_dc = -1;
+              c.merge = "sum";  // nsync's
+              c.server_lr = c.server_momentum = -1;
             }),
             "");
   EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.tau = 3; }),
