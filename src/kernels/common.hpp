@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 #include <cstring>
 #include <initializer_list>
 #include <fmt/format.h>
@@ -61,9 +62,9 @@ using IView1 = Kokkos::View<std::int32_t*, Kokkos::LayoutRight, typename Space::
 namespace detail {
 
 // True for a host execution space that runs several threads (Kokkos' OpenMP
-// backend). There the kernels split every GEMM themselves, over the rows of its
-// output (never over the summed dimension), one single-threaded BLAS call per
-// thread: so a GEMM's results do not depend on the thread count, and the BLAS's
+// backend). There the kernels split every GEMM themselves into a fixed number
+// of blocks (detail::host_gemm), one single-threaded BLAS call per block: so a
+// GEMM's results do not depend on the thread count, and the BLAS's
 // own threads never compete with Kokkos' (asgd sets the BLAS to 1 thread on
 // such a build; common/blas_env.cpp). Serial and device spaces call KokkosBlas.
 template <class Space>
@@ -106,27 +107,55 @@ inline void blas_gemm(char ta, char tb, index_t m, index_t n, index_t k, real_t 
 // 4 threads.
 inline constexpr index_t kGemmBlocks = 4;
 
-// The same with the rows of C in kGemmBlocks blocks run by the threads of
-// Space; each block is one BLAS call with the whole inner dimension (no sum
-// is split).
+// The same cut into kGemmBlocks blocks run by the threads of Space. Each block
+// is one BLAS call, and the cut is fixed by the shape alone:
+// - a GEMM with a long inner dimension and a small C (a weight gradient summed
+//   over a batch's pixels: k >= 8 max(m, n)) splits k; each block writes its
+//   partial product to its own buffer, and C = beta C + the partials in block
+//   order;
+// - otherwise the longer side of C is cut, rows or columns: every block packs
+//   all of the operand that side does not belong to, so that one is the smaller
+//   (cutting fc7's 64 batch rows made each of 4 calls pack its 12.8 MB of weights).
 template <class Space>
 void host_gemm(char ta, char tb, index_t m, index_t n, index_t k, real_t alpha, const real_t* a,
                index_t lda, const real_t* b, index_t ldb, real_t beta, real_t* c, index_t ldc) {
   if (m <= 0 || n <= 0) return;
+  using Policy = Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>;
   // Below about 1 MFLOP a parallel dispatch costs more than it saves.
-  const index_t blocks =
-      2.0 * double(m) * double(n) * double(k) < 1e6 ? 1 : std::min<index_t>(kGemmBlocks, m);
-  if (blocks <= 1) {
+  if (2.0 * double(m) * double(n) * double(k) < 1e6) {
     blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  Kokkos::parallel_for(
-      "asgd::gemm[rows]", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, blocks),
-      [=](index_t t) {
-        const index_t r0 = m * t / blocks, r1 = m * (t + 1) / blocks;
-        blas_gemm(ta, tb, r1 - r0, n, k, alpha, ta == 'N' ? a + r0 * lda : a + r0, lda, b, ldb,
-                  beta, c + r0 * ldc, ldc);
-      });
+  if (k >= 8 * std::max(m, n) && m * n * kGemmBlocks <= (index_t(1) << 18)) {
+    std::vector<real_t> part(static_cast<std::size_t>(kGemmBlocks * m * n));
+    real_t* pp = part.data();
+    Kokkos::parallel_for("asgd::gemm[k]", Policy(0, kGemmBlocks), [=](index_t t) {
+      const index_t k0 = k * t / kGemmBlocks, k1 = k * (t + 1) / kGemmBlocks;
+      // op(A)'s columns k0..k1 and op(B)'s rows k0..k1
+      blas_gemm(ta, tb, m, n, k1 - k0, alpha, ta == 'N' ? a + k0 : a + k0 * lda, lda,
+                tb == 'N' ? b + k0 * ldb : b + k0, ldb, real_t(0), pp + t * m * n, n);
+    });
+    Kokkos::parallel_for("asgd::gemm[k-sum]", Policy(0, m), [=](index_t r) {
+      for (index_t j = 0; j < n; ++j) {
+        real_t s = beta == real_t(0) ? real_t(0) : beta * c[r * ldc + j];
+        for (index_t t = 0; t < kGemmBlocks; ++t) s += pp[(t * m + r) * n + j];
+        c[r * ldc + j] = s;
+      }
+    });
+    return;
+  }
+  const bool by_cols = n > m;
+  const index_t side = by_cols ? n : m;
+  const index_t blocks = std::min<index_t>(kGemmBlocks, side);
+  Kokkos::parallel_for("asgd::gemm[blocks]", Policy(0, blocks), [=](index_t t) {
+    const index_t s0 = side * t / blocks, s1 = side * (t + 1) / blocks;
+    if (by_cols)  // C's columns s0..s1: op(B)'s columns
+      blas_gemm(ta, tb, m, s1 - s0, k, alpha, a, lda, tb == 'N' ? b + s0 : b + s0 * ldb, ldb,
+                beta, c + s0, ldc);
+    else  // C's rows s0..s1: op(A)'s rows
+      blas_gemm(ta, tb, s1 - s0, n, k, alpha, ta == 'N' ? a + s0 * lda : a + s0, lda, b, ldb,
+                beta, c + s0 * ldc, ldc);
+  });
 }
 #endif
 

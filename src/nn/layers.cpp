@@ -109,6 +109,14 @@ class Conv final : public Layer {
     // Row-folded (k::im2row) where it pays: stride 1 on the host, and enough
     // output pixels per sample that one GEMM per sample and kernel row is big.
     rows_path_ = host && win_.stride == 1 && win_.kh > 1 && win_.oh * win_.ow >= 128;
+#if defined(KOKKOS_ENABLE_OPENMP)
+    // On threads, a narrow kernel row (lenet's conv1: 5 taps of 1 channel)
+    // makes the row-folded GEMMs too thin to share (inner dimension 5 forward,
+    // 5 rows of weight gradient backward); im2col's one GEMM per chunk, with
+    // the weight gradient's long sum split (host_gemm), shares well.
+    if constexpr (k::detail::parallel_host<Space>)
+      if (win_.kw * win_.c < 16) rows_path_ = false;
+#endif
     k::Window wc = win_;
     wc.n = chunk_;
     col_ = View("asgd::conv::col", rows_path_ ? k::im2row_len(wc) : rows * k_len());

@@ -24,7 +24,8 @@ LocalResult LocalSteps::run(engine::Engine& eng, data::Sampler& sampler, int l, 
     r.loss_sum += s.loss;
     r.wrong += s.wrong;
     r.samples += cfg_.batch;
-    r.errors.push_back(static_cast<float>(static_cast<double>(s.wrong) / static_cast<double>(cfg_.batch)));
+    if (rule_.weights_delta())  // nsync's per-minibatch series; the other rules push one minibatch
+      r.errors.push_back(static_cast<float>(static_cast<double>(s.wrong) / static_cast<double>(cfg_.batch)));
     if (!rule_.local_sgd()) continue;
     const double epoch = static_cast<double>(st.epoch) + static_cast<double>(st.batch) / bpe;
     eng.sgd_update(static_cast<real_t>(scheduled_lr(cfg_, epoch)), static_cast<real_t>(cfg_.momentum),

@@ -21,7 +21,7 @@ namespace asgd::ps {
 struct LocalResult {
   double loss_sum = 0;
   std::int64_t wrong = 0, samples = 0;
-  std::vector<float> errors;  // each minibatch's training error, in order
+  std::vector<float> errors;  // weight-delta pushes: each minibatch's training error, in order
 };
 
 class LocalSteps {

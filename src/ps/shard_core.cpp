@@ -11,7 +11,7 @@
 namespace asgd::ps {
 
 ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t n_train)
-    : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train), learners_(learners) {
+    : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train) {
   w_ = nn::View("asgd::server::w", len);
   inc_ = nn::View("asgd::server::inc", len);
   inbox_ = nn::View("asgd::server::inbox", len);
@@ -77,7 +77,7 @@ double ShardCore::merge_delta(const nn::View& d) {
   const double lr = scheduled_lr(cfg_, epoch());
   const protocol::MergeRule& m = rule_.merge();
   if (!rule_.weights_delta() || m.kind() == protocol::MergeKind::add) {  // EASGD: always added
-    const double scale = rule_.weights_delta() ? m.add_scale(learners_) : 1.0;
+    const double scale = rule_.weights_delta() ? m.add_scale(static_cast<int>(counts_.size())) : 1.0;
     KokkosBlas::axpy(static_cast<real_t>(scale), d, w_);
     return lr * scale;
   }

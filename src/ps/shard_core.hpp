@@ -85,7 +85,6 @@ class ShardCore {
   const TrainConfig& cfg_;
   UpdateRule rule_;
   index_t len_, n_train_;
-  int learners_;
   nn::View w_, inc_, acc_, inbox_;
   nn::View sent_;  // DC-ASGD: per learner, the weights last sent to it (learners x len)
   std::int64_t clock_ = 0, samples_ = 0;

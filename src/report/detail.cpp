@@ -33,12 +33,18 @@ std::string short_hash(const std::string& text) {
 
 std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-std::string field_text(const json& config, const char* name) {
-  if (!config.is_object()) return "";
+// a results file's config may hold anything: a field is looked up only in an object
+const json* config_field(const json& config, const char* name) {
+  if (!config.is_object()) return nullptr;
   const auto it = config.find(name);
-  if (it == config.end() || it->is_null()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  return it->dump();
+  return it == config.end() ? nullptr : &*it;
+}
+
+std::string field_text(const json& config, const char* name) {
+  const json* v = config_field(config, name);
+  if (!v || v->is_null()) return "";
+  if (v->is_string()) return v->get<std::string>();
+  return v->dump();
 }
 
 RunInfo load_run(const std::string& path) {
@@ -83,12 +89,8 @@ RunInfo load_run(const std::string& path) {
   info.batch = field_text(info.config, "batch");
   info.summary = r.summary;
   info.mean_tau = mean_staleness(r.staleness_histogram, r.updates);
-  // a results file's config may hold anything: only numbers and strings count
-  auto field = [&](const char* k) -> const json* {
-    if (!info.config.is_object()) return nullptr;
-    const auto it = info.config.find(k);
-    return it == info.config.end() ? nullptr : &*it;
-  };
+  // only numbers and strings count
+  auto field = [&](const char* k) { return config_field(info.config, k); };
   if (const json* v = field("n_sync"); r.protocol == "nsync" && v && v->is_number_integer()) {
     const auto n = v->get<std::int64_t>();
     if (n > 1 && n <= 1000000) info.per_gradient = static_cast<double>(n);

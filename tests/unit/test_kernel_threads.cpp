@@ -8,10 +8,12 @@
 //    outputs, the loss sums per-row values in row order).
 //  * Outputs that pass through a GEMM are within 1e-4 of Serial (relative to
 //    max(1, |value|); sums of up to 6272 products here): on
-//    OpenMP a GEMM is cut into a fixed number of row blocks (kernels/common.hpp:
-//    detail::kGemmBlocks), one BLAS call each, and OpenBLAS's result for an
-//    element depends on the shape of the call it is in (measured: at most
-//    2.9e-5, in weight gradients summed over 6272 products).
+//    OpenMP a GEMM is cut into a fixed number of blocks of rows, columns or
+//    the inner dimension (kernels/common.hpp: detail::host_gemm), one BLAS
+//    call each, and OpenBLAS's result for an element depends on the shape of
+//    the call it is in and on the split sum (measured: at most 2.9e-5, in
+//    weight gradients summed over 6272 products). Each cut of detail::gemm
+//    is also tested alone.
 //  * Every output is bit-identical for any thread count: with
 //    ASGD_THREADS_DIGEST=FILE the first run writes a digest of every output
 //    there and later runs (other OMP_NUM_THREADS) must match it; tools/test.sh
@@ -181,7 +183,35 @@ struct On {
     }
     return o;
   }
+
+  // detail::gemm on each path of a parallel host's cut (kernels/common.hpp:
+  // host_gemm): one call below 1 MFLOP, the inner dimension split (a long k,
+  // a small C), C's rows cut (m >= n), C's columns cut (n > m); each with the
+  // four transpose combinations, alpha 1.5 and beta 0.5 on a random C.
+  static Out gemms() {
+    struct Case {
+      const char* name;
+      index_t m, n, k;
+    };
+    Out o;
+    unsigned seed = 500;
+    for (const Case& c : {Case{"one", 5, 6, 7}, Case{"ksplit", 13, 11, 5000},
+                          Case{"rows", 300, 40, 50}, Case{"cols", 30, 301, 70}}) {
+      for (const char* op : {"NN", "NT", "TN", "TT"}) {
+        const char ta[2] = {op[0], 0}, tb[2] = {op[1], 0};
+        const bool at = op[0] == 'T', bt = op[1] == 'T';
+        V a = make(rand_vec(c.m * c.k, seed++)), b = make(rand_vec(c.k * c.n, seed++)),
+          cc = make(rand_vec(c.m * c.n, seed++));
+        k::detail::gemm<S>(ta, tb, real_t(1.5), k::View2<S>(a.data(), at ? c.k : c.m, at ? c.m : c.k),
+                           k::View2<S>(b.data(), bt ? c.n : c.k, bt ? c.k : c.n), real_t(0.5),
+                           k::View2<S>(cc.data(), c.m, c.n));
+        o[std::string("gemm.") + c.name + "." + op] = get(cc);
+      }
+    }
+    return o;
+  }
 };
+
 
 bool exact_family(const std::string& name) {
   for (const char* p : {"maxpool.", "avgpool.", "lrn.", "relu.", "dropout.", "rows.y"})
@@ -255,6 +285,12 @@ TEST(KernelThreads, EveryKernelMatchesSerial) {
     expect_same(serial, par, false, 1e-4);
     all += std::string("# ") + s.what + "\n" + digest(par);
     seed += 100;
+  }
+  {
+    SCOPED_TRACE("detail::gemm, every cut");
+    const Out par = On<Par>::gemms();
+    expect_same(On<Kokkos::Serial>::gemms(), par, false, 1e-4);
+    all += "# detail::gemm\n" + digest(par);
   }
   // the same bits at any thread count (ASGD_THREADS_DIGEST: tools/test.sh)
   if (const char* path = std::getenv("ASGD_THREADS_DIGEST")) {
