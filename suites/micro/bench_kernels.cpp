@@ -7,7 +7,9 @@
 // After the runs a table gives each conv/dense layer's forward+backward
 // GFLOP/s as a fraction of the sgemm reference, and paired: against the median
 // of ten 1024^3 sgemms timed just before and just after the layer (robust to
-// this VM's drift in speed during the run).
+// this VM's drift in speed during the run). <model>/step is a whole training
+// step, <model>/update its memory-bound part (zeroing the gradients and the
+// SGD update, GB/s).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
@@ -201,6 +203,30 @@ void bm_sgemm(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The step's memory-bound part: zeroing the gradients and the SGD update with
+// momentum over every parameter, as GB/s of the six streams of n_params floats
+// they read or write (zero: g; update: g, inc, w read, inc, w written).
+void bm_update(benchmark::State& state, const std::string& model) {
+  Bench& b = get(model);
+  asgd::nn::Model& m = *b.model;
+  View inc("bench::inc", m.n_params());
+  auto update = [&] {
+    m.zero_grads();
+    asgd::kernels::sgd_update<Space>(m.n_params(), real_t(1e-6), real_t(0.9), real_t(0), m.grads(),
+                                     inc, m.params());
+  };
+  update();
+  for (auto _ : state) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    update();
+    Kokkos::fence();
+    state.SetIterationTime(elapsed(t0));
+  }
+  state.counters["GB/s"] = benchmark::Counter(6.0 * sizeof(real_t) * static_cast<double>(m.n_params()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // One whole training step of a model at batch 64 (forward, loss, backward,
 // the SGD update), as GFLOP/s of the model's forward+backward FLOPs, paired
 // with sgemms timed just before and after, like the layers.
@@ -316,6 +342,10 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->MinTime(0.5);
       fused.push_back(name);
+      benchmark::RegisterBenchmark((model + "/update").c_str(), bm_update, model)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.3);
     }
     for (const std::string model : {"lenet", "cifar10-18pct"}) {
       Bench& b = get(model);
