@@ -59,7 +59,50 @@ View2<Space> weight_row(const Window& g, index_t f, const View1<Space>& wt, inde
   const index_t krow = g.kw * g.c;
   return View2<Space>(wt.data() + i * krow * f, krow, f);
 }
+
+#if defined(KOKKOS_ENABLE_OPENMP)
+// y = the row-folded product of the im2row workspace rp and the weights wp on a
+// parallel host: one sample per iteration, its KH GEMMs in order, one BLAS
+// thread each (no bias).
+template <class Space>
+void rows_gemms(const Window& g, index_t f, const real_t* rp, const real_t* wp, real_t* yp) {
+  const Window q = g;
+  const index_t krow = g.kw * g.c, pix = g.oh * g.ow;
+  Kokkos::parallel_for(
+      "asgd::conv2d_rows[gemm]", Kokkos::RangePolicy<Space>(0, g.n), [=](index_t n) {
+        for (index_t i = 0; i < q.kh; ++i)
+          blas_gemm('N', 'N', pix, f, krow, real_t(1),
+                    rp + ((n * (q.h + 2 * q.pad) + i) * q.ow) * krow, krow, wp + i * krow * f, f,
+                    real_t(i == 0 ? 0 : 1), yp + n * pix * f, f);
+      });
+}
+#endif
+
+// The input gradient of a stride-1 convolution is itself a stride-1
+// convolution: of dy, padded by KH - 1 - pad, with the kernel turned by 180
+// degrees and its channel axes swapped,
+//   wflip[(i, j, f), c] = wt[(KH-1-i, KW-1-j, c), f],
+// whose output is the input's H x W x C. On a parallel host that is
+// rows_gemms on dy's im2row workspace: one sample per iteration, and neither
+// the [N*OH*OW, KH*KW*C] dcol matrix (12.5 MB per chunk in lenet's conv4) nor
+// col2im. transposed_window: that convolution's window (square kernels, pad <= KH - 1).
+inline bool transposed_fits(const Window& g) {
+  return g.stride == 1 && g.kh == g.kw && g.pad <= g.kh - 1;
+}
+inline Window transposed_window(const Window& g, index_t f) {
+  return conv_window(g.n, g.oh, g.ow, f, g.kh, 1, g.kh - 1 - g.pad);
+}
 }  // namespace detail
+
+// The workspace the transposed input gradient needs in conv2d_backward_rows'
+// dcol on a parallel host (dy's im2row rows, then wflip); 0 where it does not
+// apply (another space, stride > 1, pad > KH - 1), and there dcol is the
+// [N*OH*OW, KH*KW*C] matrix of conv2d_backward.
+template <class Space>
+index_t transposed_dx_len(const Window& g, index_t f) {
+  if (!detail::parallel_host<Space> || !detail::transposed_fits(g)) return 0;
+  return im2row_len(detail::transposed_window(g, f)) + g.kh * g.kw * g.c * f;
+}
 
 // y = conv(x, wt) + b, as conv2d_forward; rows is the im2row workspace
 // (im2row_len(g)), kept for the backward pass.
@@ -76,20 +119,7 @@ void conv2d_forward_rows(const Window& g, index_t f, const View1<Space>& x, cons
   im2row<Space>(g, x, rows);
 #if defined(KOKKOS_ENABLE_OPENMP)
   if constexpr (detail::parallel_host<Space>) {
-    // One sample per iteration, its KH GEMMs in order, one BLAS thread each.
-    const Window q = g;
-    const index_t krow = g.kw * g.c;
-    const real_t* wp = wt.data();
-    const real_t* rp = rows.data();
-    real_t* yp = y.data();
-    Kokkos::parallel_for(
-        "asgd::conv2d_forward_rows[gemm]", Kokkos::RangePolicy<Space>(0, g.n), [=](index_t n) {
-          for (index_t i = 0; i < q.kh; ++i)
-            detail::blas_gemm(
-                'N', 'N', pix, f, krow, real_t(1),
-                rp + ((n * (q.h + 2 * q.pad) + i) * q.ow) * krow, krow, wp + i * krow * f, f,
-                real_t(i == 0 ? 0 : 1), yp + n * pix * f, f);
-        });
+    detail::rows_gemms<Space>(g, f, rows.data(), wt.data(), y.data());
     detail::add_bias<Space>(detail::as_matrix<Space>(y, g.n * pix, f), b);
     return;
   }
@@ -105,7 +135,8 @@ void conv2d_forward_rows(const Window& g, index_t f, const View1<Space>& x, cons
 
 // As conv2d_backward, from the im2row workspace: dwt += sum over samples and
 // kernel rows of rows_n^T dy_n; db += column sums of dy; if dx.data(): dcol =
-// dy wt^T (the full im2col shape) and dx = col2im(dcol).
+// dy wt^T (the full im2col shape) and dx = col2im(dcol), or on a parallel host
+// where dcol holds transposed_dx_len(g, f), the transposed convolution above.
 template <class Space>
 void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
                           const View1<Space>& wt, const View1<Space>& dy,
@@ -139,7 +170,26 @@ void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
                   rp + ((n * (q.h + 2 * q.pad) + i) * q.ow) * krow + j0, krow,
                   dyp + n * pix * f, f, real_t(1), dwp + (i * krow + j0) * f, f);
         });
-    detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);
+    const index_t tlen = transposed_dx_len<Space>(g, f);
+    if (dx.data() == nullptr || tlen == 0 || static_cast<index_t>(dcol.extent(0)) < tlen) {
+      detail::conv_backward_end<Space>(what, g, f, wt, dy, dcol, dx, db, ones);
+      return;
+    }
+    detail::bias_grad<Space>(detail::as_matrix<Space>(dy, g.n * pix, f), ones, db);
+    detail::check_len(what, "dx", dx.extent(0), g.n * g.h * g.w * g.c);
+    const Window t = detail::transposed_window(g, f);
+    real_t* flip = dcol.data() + im2row_len(t);
+    const real_t* wp = wt.data();
+    const index_t kh = g.kh, kw = g.kw, c = g.c;
+    Kokkos::parallel_for(
+        "asgd::conv2d_backward_rows[flip]", Kokkos::RangePolicy<Space>(0, kh * kw * f),
+        [=](index_t r) {  // r = (i, j, fo): wflip's row
+          const index_t fo = r % f, j = (r / f) % kw, i = r / (f * kw);
+          const real_t* src = wp + ((kh - 1 - i) * kw + (kw - 1 - j)) * c * f + fo;
+          for (index_t ch = 0; ch < c; ++ch) flip[r * c + ch] = src[ch * f];
+        });
+    im2row<Space>(t, dy, dcol);
+    detail::rows_gemms<Space>(t, g.c, dcol.data(), flip, dx.data());
     return;
   }
 #endif

@@ -120,7 +120,10 @@ class Conv final : public Layer {
     k::Window wc = win_;
     wc.n = chunk_;
     col_ = View("asgd::conv::col", rows_path_ ? k::im2row_len(wc) : rows * k_len());
-    if (need_dx_) dcol_ = View("asgd::conv::dcol", rows * k_len());
+    // dcol: dx's workspace, the im2col-shaped matrix, or on threads the
+    // transposed convolution's (kernels/conv_rows.hpp; half of it in conv4)
+    const index_t tlen = rows_path_ ? k::transposed_dx_len<Space>(wc, f_) : 0;
+    if (need_dx_) dcol_ = View("asgd::conv::dcol", tlen > 0 ? tlen : rows * k_len());
     ones_ = View("asgd::conv::ones", rows);
     Kokkos::deep_copy(ones_, real_t(1));
   }

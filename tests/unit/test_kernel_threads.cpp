@@ -13,7 +13,8 @@
 //    call each, and OpenBLAS's result for an element depends on the shape of
 //    the call it is in and on the split sum (measured: at most 2.9e-5, in
 //    weight gradients summed over 6272 products). Each cut of detail::gemm
-//    is also tested alone.
+//    is also tested alone, and whole models (lenet, cifar10-18pct: 3 SGD steps)
+//    join the digest.
 //  * Every output is bit-identical for any thread count: with
 //    ASGD_THREADS_DIGEST=FILE the first run writes a digest of every output
 //    there and later runs (other OMP_NUM_THREADS) must match it; tools/test.sh
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "kernels/kernels.hpp"
+#include "nn/model.hpp"
 
 namespace {
 
@@ -213,6 +215,41 @@ struct On {
 };
 
 
+// Whole models on the default space: lenet and cifar10-18pct (every layer kind
+// but dropout), 3 SGD steps with momentum at batch 24 on hashed inputs (the
+// chunked convolutions run several chunks, the convolutions' transposed input
+// gradient and the GEMM cuts all take part); the losses and the final
+// parameters, for the digest.
+Out model_steps() {
+  Out o;
+  for (const std::string name : {"lenet", "cifar10-18pct"}) {
+    const asgd::nn::Shape in = name == "lenet" ? asgd::nn::Shape{28, 28, 1} : asgd::nn::Shape{32, 32, 3};
+    const index_t batch = 24;
+    asgd::nn::Model m = asgd::nn::make_model(name, in, 10);
+    m.finalize(batch);
+    m.init(5);
+    using Space = Kokkos::DefaultExecutionSpace;
+    k::View1<Space> x("x", batch * in.size()), inc("inc", m.n_params());
+    k::IView1<Space> labels("labels", batch);
+    Kokkos::parallel_for(
+        "test::fill", Kokkos::RangePolicy<Space>(0, x.extent(0)), KOKKOS_LAMBDA(index_t i) {
+          x(i) = k::hash_uniform(9, static_cast<std::uint64_t>(i));
+          if (i < batch) labels(i) = static_cast<std::int32_t>(i % 10);
+        });
+    Vec losses;
+    for (int step = 0; step < 3; ++step) {
+      m.zero_grads();
+      const auto sum = m.forward_backward(batch, x, labels, {true, 3}, true);
+      losses.push_back(static_cast<float>(sum.loss));
+      k::sgd_update<Space>(m.n_params(), real_t(0.01), real_t(0.9), real_t(5e-4), m.grads(), inc,
+                           m.params());
+    }
+    o["model." + name + ".loss"] = losses;
+    o["model." + name + ".params"] = On<Space>::get(m.params());
+  }
+  return o;
+}
+
 bool exact_family(const std::string& name) {
   for (const char* p : {"maxpool.", "avgpool.", "lrn.", "relu.", "dropout.", "rows.y"})
     if (name.rfind(p, 0) == 0) return true;
@@ -291,6 +328,13 @@ TEST(KernelThreads, EveryKernelMatchesSerial) {
     const Out par = On<Par>::gemms();
     expect_same(On<Kokkos::Serial>::gemms(), par, false, 1e-4);
     all += "# detail::gemm\n" + digest(par);
+  }
+  {
+    SCOPED_TRACE("whole models");
+    const Out models = model_steps();
+    for (const auto& [name, v] : models)
+      for (float f : v) ASSERT_TRUE(std::isfinite(f)) << name;
+    all += "# models, 3 steps\n" + digest(models);
   }
   // the same bits at any thread count (ASGD_THREADS_DIGEST: tools/test.sh)
   if (const char* path = std::getenv("ASGD_THREADS_DIGEST")) {
