@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
+#include <memory>
 #include <cstring>
 #include <initializer_list>
 #include <fmt/format.h>
@@ -127,8 +127,9 @@ void host_gemm(char ta, char tb, index_t m, index_t n, index_t k, real_t alpha, 
     return;
   }
   if (k >= 8 * std::max(m, n) && m * n * kGemmBlocks <= (index_t(1) << 18)) {
-    std::vector<real_t> part(static_cast<std::size_t>(kGemmBlocks * m * n));
-    real_t* pp = part.data();
+    // every element is written by its block's GEMM (beta 0): no initialisation
+    const std::unique_ptr<real_t[]> part(new real_t[static_cast<std::size_t>(kGemmBlocks * m * n)]);
+    real_t* pp = part.get();
     Kokkos::parallel_for("asgd::gemm[k]", Policy(0, kGemmBlocks), [=](index_t t) {
       const index_t k0 = k * t / kGemmBlocks, k1 = k * (t + 1) / kGemmBlocks;
       // op(A)'s columns k0..k1 and op(B)'s rows k0..k1

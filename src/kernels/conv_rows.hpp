@@ -60,6 +60,21 @@ View2<Space> weight_row(const Window& g, index_t f, const View1<Space>& wt, inde
   return View2<Space>(wt.data() + i * krow * f, krow, f);
 }
 
+// The input gradient of a stride-1 convolution is itself a stride-1
+// convolution: of dy, padded by KH - 1 - pad, with the kernel turned by 180
+// degrees and its channel axes swapped,
+//   wflip[(i, j, f), c] = wt[(KH-1-i, KW-1-j, c), f],
+// whose output is the input's H x W x C. On a parallel host that is
+// rows_gemms on dy's im2row workspace: one sample per iteration, and neither
+// the [N*OH*OW, KH*KW*C] dcol matrix (12.5 MB per chunk in lenet's conv4) nor
+// col2im. transposed_window: that convolution's window (square kernels, pad <= KH - 1).
+inline bool transposed_fits(const Window& g) {
+  return g.stride == 1 && g.kh == g.kw && g.pad <= g.kh - 1;
+}
+inline Window transposed_window(const Window& g, index_t f) {
+  return conv_window(g.n, g.oh, g.ow, f, g.kh, 1, g.kh - 1 - g.pad);
+}
+
 #if defined(KOKKOS_ENABLE_OPENMP)
 // y = the row-folded product of the im2row workspace rp and the weights wp on a
 // parallel host: one sample per iteration, its KH GEMMs in order, one BLAS
@@ -76,22 +91,27 @@ void rows_gemms(const Window& g, index_t f, const real_t* rp, const real_t* wp, 
                     real_t(i == 0 ? 0 : 1), yp + n * pix * f, f);
       });
 }
+
+// dx of a stride-1 convolution as the transposed convolution above, on a
+// parallel host: wflip into ws after dy's im2row rows, then rows_gemms.
+template <class Space>
+void transposed_dx(const Window& g, index_t f, const real_t* wp, const View1<Space>& dy,
+                   const View1<Space>& ws, real_t* dxp) {
+  const Window t = transposed_window(g, f);
+  real_t* flip = ws.data() + im2row_len(t);
+  const index_t kh = g.kh, kw = g.kw, c = g.c;
+  Kokkos::parallel_for(
+      "asgd::conv2d_backward_rows[flip]", Kokkos::RangePolicy<Space>(0, kh * kw * f),
+      [=](index_t r) {  // r = (i, j, fo): wflip's row
+        const index_t fo = r % f, j = (r / f) % kw, i = r / (f * kw);
+        const real_t* src = wp + ((kh - 1 - i) * kw + (kw - 1 - j)) * c * f + fo;
+        for (index_t ch = 0; ch < c; ++ch) flip[r * c + ch] = src[ch * f];
+      });
+  im2row<Space>(t, dy, ws);
+  rows_gemms<Space>(t, g.c, ws.data(), flip, dxp);
+}
 #endif
 
-// The input gradient of a stride-1 convolution is itself a stride-1
-// convolution: of dy, padded by KH - 1 - pad, with the kernel turned by 180
-// degrees and its channel axes swapped,
-//   wflip[(i, j, f), c] = wt[(KH-1-i, KW-1-j, c), f],
-// whose output is the input's H x W x C. On a parallel host that is
-// rows_gemms on dy's im2row workspace: one sample per iteration, and neither
-// the [N*OH*OW, KH*KW*C] dcol matrix (12.5 MB per chunk in lenet's conv4) nor
-// col2im. transposed_window: that convolution's window (square kernels, pad <= KH - 1).
-inline bool transposed_fits(const Window& g) {
-  return g.stride == 1 && g.kh == g.kw && g.pad <= g.kh - 1;
-}
-inline Window transposed_window(const Window& g, index_t f) {
-  return conv_window(g.n, g.oh, g.ow, f, g.kh, 1, g.kh - 1 - g.pad);
-}
 }  // namespace detail
 
 // The workspace the transposed input gradient needs in conv2d_backward_rows'
@@ -177,19 +197,7 @@ void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
     }
     detail::bias_grad<Space>(detail::as_matrix<Space>(dy, g.n * pix, f), ones, db);
     detail::check_len(what, "dx", dx.extent(0), g.n * g.h * g.w * g.c);
-    const Window t = detail::transposed_window(g, f);
-    real_t* flip = dcol.data() + im2row_len(t);
-    const real_t* wp = wt.data();
-    const index_t kh = g.kh, kw = g.kw, c = g.c;
-    Kokkos::parallel_for(
-        "asgd::conv2d_backward_rows[flip]", Kokkos::RangePolicy<Space>(0, kh * kw * f),
-        [=](index_t r) {  // r = (i, j, fo): wflip's row
-          const index_t fo = r % f, j = (r / f) % kw, i = r / (f * kw);
-          const real_t* src = wp + ((kh - 1 - i) * kw + (kw - 1 - j)) * c * f + fo;
-          for (index_t ch = 0; ch < c; ++ch) flip[r * c + ch] = src[ch * f];
-        });
-    im2row<Space>(t, dy, dcol);
-    detail::rows_gemms<Space>(t, g.c, dcol.data(), flip, dx.data());
+    detail::transposed_dx<Space>(g, f, wt.data(), dy, dcol, dx.data());
     return;
   }
 #endif

@@ -90,14 +90,13 @@ RunInfo load_run(const std::string& path) {
   info.summary = r.summary;
   info.mean_tau = mean_staleness(r.staleness_histogram, r.updates);
   // only numbers and strings count
-  auto field = [&](const char* k) { return config_field(info.config, k); };
-  if (const json* v = field("n_sync"); r.protocol == "nsync" && v && v->is_number_integer()) {
+  if (const json* v = config_field(info.config, "n_sync"); r.protocol == "nsync" && v && v->is_number_integer()) {
     const auto n = v->get<std::int64_t>();
     if (n > 1 && n <= 1000000) info.per_gradient = static_cast<double>(n);
   }
-  if (const json* v = field("warm_steps"); v && v->is_number()) info.warm = v->get<double>() > 0;
+  if (const json* v = config_field(info.config, "warm_steps"); v && v->is_number()) info.warm = v->get<double>() > 0;
   if (r.protocol == "nsync") {
-    const json* v = field("merge");
+    const json* v = config_field(info.config, "merge");
     info.merge = v && v->is_string() ? v->get<std::string>() : "sum";
   }
   info.smoothed_train_error = smoothed_train_error(r.updates, 400, info.per_gradient);

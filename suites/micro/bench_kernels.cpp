@@ -206,14 +206,19 @@ void bm_sgemm(benchmark::State& state) {
 // The step's memory-bound part: zeroing the gradients and the SGD update with
 // momentum over every parameter, as GB/s of the six streams of n_params floats
 // they read or write (zero: g; update: g, inc, w read, inc, w written).
+// The step's SGD update (a tiny rate, momentum 0.9) with the momentum buffer inc.
+void sgd_update(asgd::nn::Model& m, const View& inc) {
+  asgd::kernels::sgd_update<Space>(m.n_params(), real_t(1e-6), real_t(0.9), real_t(0), m.grads(),
+                                   inc, m.params());
+}
+
 void bm_update(benchmark::State& state, const std::string& model) {
   Bench& b = get(model);
   asgd::nn::Model& m = *b.model;
   View inc("bench::inc", m.n_params());
   auto update = [&] {
     m.zero_grads();
-    asgd::kernels::sgd_update<Space>(m.n_params(), real_t(1e-6), real_t(0.9), real_t(0), m.grads(),
-                                     inc, m.params());
+    sgd_update(m, inc);
   };
   update();
   for (auto _ : state) {
@@ -239,8 +244,7 @@ void bm_step(benchmark::State& state, const std::string& model) {
   auto step = [&] {
     m.zero_grads();
     m.forward_backward(kBatch, b.x, labels, {true, 3}, true);  // with the backward pass
-    asgd::kernels::sgd_update<Space>(m.n_params(), real_t(1e-6), real_t(0.9), real_t(0), m.grads(),
-                                     inc, m.params());
+    sgd_update(m, inc);
   };
   std::vector<double> sgemm;
   for (int i = 0; i < 5; ++i) sgemm.push_back(sgemm_gflops_now());
