@@ -81,6 +81,7 @@ class Reader {
     if (!v.IsDefined() || v.IsNull()) fail(join(key, "value"), "missing");
     if (!v.IsScalar() || !number(v.Scalar(), f.value))
       fail(join(key, "value"), fmt::format("'{}' is not a finite number", v.IsScalar() ? shorten(v.Scalar()) : "?"));
+    f.value += 0.0;  // -0 is 0
     if (f.value < 0) fail(join(key, "value"), fmt::format("{} is negative", f.value));
     if (positive && f.value <= 0) fail(join(key, "value"), fmt::format("{} must be > 0", f.value));
     for (const char* s : kSources)
@@ -193,18 +194,20 @@ Profile read_profile(const std::string& path) {
 
 namespace {
 
+// A double-quoted YAML scalar, escaped by yaml-cpp's emitter (control
+// characters, NEL, BOM and quotes as escapes), so it reads back as the same
+// text: fuzz_profile found the hand-written quoting (and an unquoted model
+// name) changing a profile through profile_yaml.
 std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += (ch == '\n' || ch == '\r') ? ' ' : ch;
-  }
-  return out + "\"";
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
 }
 
-std::string fig(const Figure& f) {
-  return fmt::format("{{value: {:.6g}, {}: {}}}", f.value, f.source, quoted(f.note));
-}
+// The shortest text that reads back as the same double: a profile survives
+// profile_yaml and read_profile exactly (6 digits could round a normal
+// value into a subnormal one, which the reader refuses).
+std::string fig(const Figure& f) { return fmt::format("{{value: {}, {}: {}}}", f.value, f.source, quoted(f.note)); }
 
 }  // namespace
 
@@ -219,7 +222,7 @@ std::string profile_yaml(const Profile& p) {
   o << "compute:\n";
   for (const auto& e : p.compute) {
     if (e.seconds)
-      o << "  - model: " << e.model << "\n    batch: " << e.batch << "\n    device: " << e.device
+      o << "  - model: " << quoted(e.model) << "\n    batch: " << e.batch << "\n    device: " << e.device
         << "\n    threads: " << e.threads << "\n    seconds: " << fig(*e.seconds) << "\n";
     else
       o << "  - device: " << e.device << "\n    gflops: " << fig(*e.gflops) << "\n";
