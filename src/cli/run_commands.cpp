@@ -106,12 +106,12 @@ int cmd_info(bool as_json, int threads) {
     return 0;
   }
   fmt::print("asgd-bench {}\n  host    {}\n  CPU     {} ({} online, {} allowed; {})\n  memory  {:.1f} GiB "
-             "({:.1f} GiB available), load {:.2f} {:.2f} {:.2f}\n  Kokkos  {} ({} threads)\n  BLAS    {}"
+             "({:.1f} GiB available), load {:.2f} {:.2f} {:.2f}\n  Kokkos  {} ({} thread{})\n  BLAS    {}"
              "\n  MPI     {}\n  HDF5    {}\n  OS      {}, {}\n",
              info.git_commit, info.host, info.cpu_model, info.cpus_online, info.cpus_allowed,
              fmt::join(info.cpu_flags, " "), info.mem_total_bytes / 1073741824.0,
              info.mem_available_bytes / 1073741824.0, info.load1, info.load5, info.load15,
-             info.kokkos_version, info.kokkos_concurrency, info.blas, ps::mpi_library_version(),
+             info.kokkos_version, info.kokkos_concurrency, info.kokkos_concurrency == 1 ? "" : "s", info.blas, ps::mpi_library_version(),
              io::hdf5_version(), info.os, info.kernel);
   if (!gpu::built_with_cuda()) {
     fmt::print("  CUDA    not built (cmake --preset cuda for --device cuda)\n");
