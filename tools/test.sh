@@ -59,6 +59,8 @@ if (( openmp )); then
   cmake --preset openmp
   cmake --build --preset openmp -j "$jobs"
   ctest --preset openmp -j "$jobs"   # OMP_NUM_THREADS=2 (CMakePresets.json)
+  # the bad inputs of an OpenMP build (OMP_NUM_THREADS, --threads beyond Kokkos' pool)
+  ctest --test-dir build/openmp -R '^cli\.review_inputs$' --output-on-failure
   # The 1-thread run writes a digest of every kernel output, the 2-thread run must match it.
   digest=build/openmp/kernel-threads.digest
   rm -f "$digest"

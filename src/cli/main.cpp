@@ -120,7 +120,7 @@ void add_run_commands(CLI::App& app, Args& a) {
       ->check(finite_in(0, 1e9));
 
   a.models = app.add_subcommand("models", "Print the model zoo: layers, shapes, parameters");
-  a.models->add_option("name", a.which, "One model only");
+  a.models->add_option("name", a.which, "One model only")->check(kNonEmpty);
   a.models->add_option("--dataset", a.dataset, "Input shape of this dataset")->capture_default_str();
 
   a.info = app.add_subcommand(
@@ -128,7 +128,7 @@ void add_run_commands(CLI::App& app, Args& a) {
   a.info->add_flag("--json", a.info_json, "The machine record results files hold, as JSON");
   a.info->add_option("--threads", a.info_threads, "Threads per rank the record should say")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, asgd::kMaxThreadsPerRank));
 }
 
 void add_sweep_commands(CLI::App& app, Args& a) {
@@ -149,7 +149,7 @@ void add_sweep_commands(CLI::App& app, Args& a) {
   run->add_option("--jobs,-j", sw.jobs, "Runs side by side")->capture_default_str()->check(whole_in(1, 1 << 20));
   run->add_option("--cores", sw.cores, "Ranks that may run at once (default, 0: this machine's cores)")
       ->check(whole_in(0, 1 << 20));
-  run->add_option("--mpiexec", sw.mpiexec, "MPI launcher")->capture_default_str()->check(kNonEmpty);
+  run->add_option("--mpiexec", sw.mpiexec, "MPI launcher")->capture_default_str()->check(kExecutable);
   run->add_flag("--dry-run", sw.dry_run, "Print the commands, run nothing");
   run->add_flag("--no-report", sw.no_report, "Do not write the report at the end");
   auto* submit = add_suite(sweep->add_subcommand(
@@ -218,11 +218,13 @@ void add_calibrate_command(CLI::App& app, Args& a) {
       ->check(CLI::IsMember(asgd::nn::model_names()));
   a.calibrate->add_option("--batch", c.batches, "Minibatch sizes to time")->capture_default_str()->delimiter(',')
       ->check(whole_in(1, 1 << 16));
-  a.calibrate->add_option("--threads", c.threads, "Threads per rank")->capture_default_str()->check(whole_in(1, 4096));
+  a.calibrate->add_option("--threads", c.threads, "Threads per rank")
+      ->capture_default_str()
+      ->check(whole_in(1, asgd::kMaxThreadsPerRank));
   a.calibrate->add_option("--steps", c.steps, "Timed minibatches per model")->capture_default_str()
       ->check(whole_in(2, 100000));
   a.calibrate->add_option("--mpiexec", c.mpiexec, "MPI launcher of the link probe")->capture_default_str()
-      ->check(kNonEmpty);
+      ->check(kExecutable);
   a.calibrate->add_option("--inject-update-s", c.inject_update_s,
                           "Record this per-update cost injected into the real server (ASGD_INJECT_SERVER)")
       ->check(finite_in(0, 10));

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -25,6 +29,44 @@ const CLI::Validator kUnsigned64(
 
 const CLI::Validator kNonEmpty([](std::string& v) -> std::string { return v.empty() ? "must not be empty" : ""; },
                                "TEXT");
+
+// A number as std::stod reads it, whole (an empty value is no 0); its domain
+// (finite, positive, ...) is the configuration's to check, by name.
+const CLI::Validator kNumber(
+    [](std::string& v) -> std::string {
+      try {
+        std::size_t used = 0;
+        (void)std::stod(v, &used);
+        if (used == v.size()) return "";
+      } catch (const std::out_of_range&) {
+        return fmt::format("'{}' is out of the range of a double", shorten(v));
+      } catch (const std::exception&) {
+      }
+      return fmt::format("'{}' is not a number", shorten(v));
+    },
+    "NUMBER");
+
+const CLI::Validator kExecutable(
+    [](std::string& v) -> std::string {
+      if (v.empty()) return "must not be empty";
+      auto runnable = [](const std::string& p) {
+        struct stat st {};
+        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+      };
+      if (v.find('/') != std::string::npos)
+        return runnable(v) ? "" : fmt::format("'{}' is not an executable file", shorten(v));
+      const char* path = std::getenv("PATH");
+      std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+      while (true) {
+        const auto colon = dirs.find(':');
+        const std::string dir(dirs.substr(0, colon));
+        if (runnable((dir.empty() ? "." : dir) + "/" + v)) return "";
+        if (colon == std::string_view::npos) break;
+        dirs.remove_prefix(colon + 1);
+      }
+      return fmt::format("'{}' is not found on PATH", shorten(v));
+    },
+    "PROGRAM");
 
 CLI::Validator finite_in(double lo, double hi) {
   return CLI::Validator(
@@ -73,7 +115,10 @@ void add_member(CLI::App& app, S& s, const config::Option& o, T S::*m) {
   if constexpr (std::is_same_v<T, bool>) {
     app.add_flag(o.flag, s.*m, o.help);
   } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-    app.add_option(o.flag, s.*m, o.help)->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option(o.flag, s.*m, o.help)
+        ->delimiter(',')
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->check(kNumber);
   } else {
     CLI::Option* opt = app.add_option(o.flag, s.*m, o.help);
     if (s.*m != T{} || !std::is_same_v<T, std::string>) opt->capture_default_str();
@@ -83,6 +128,8 @@ void add_member(CLI::App& app, S& s, const config::Option& o, T S::*m) {
       opt->check(kUnsigned64);
     else if constexpr (std::is_integral_v<T>)
       opt->check(whole_in(std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+    else if constexpr (std::is_floating_point_v<T>)
+      opt->check(kNumber);
   }
 }
 

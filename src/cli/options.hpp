@@ -11,6 +11,12 @@ namespace asgd::cli {
 // A whole number from 0 to 2^64-1 written in digits (no sign, no fraction,
 // no wrap-around of -1).
 extern const CLI::Validator kUnsigned64;
+// A number, read as a double (NaN and inf pass: the configuration names
+// them); not empty, no trailing text.
+extern const CLI::Validator kNumber;
+// A program to run: a path to an executable file, or a name found on PATH
+// (--mpiexec, checked before any work).
+extern const CLI::Validator kExecutable;
 // Given on the command line, a text option must say something.
 extern const CLI::Validator kNonEmpty;
 // A finite number in [lo, hi] (CLI::Range lets NaN through).

@@ -41,6 +41,7 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
   if (!distributed) check(cfg);
   if (dry_run) {
     check(cfg);
+    if (const auto problems = data_fit_problems(cfg); !problems.empty()) throw Error(problems.front());
     if (world_rank() == 0)
       fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), resolved_run_id(cfg));
     return 0;

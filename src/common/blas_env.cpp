@@ -1,10 +1,13 @@
 #include "common/blas_env.hpp"
 
+#include "common/error.hpp"
+
 #include <Kokkos_Core.hpp>  // KOKKOS_ENABLE_OPENMP
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -57,13 +60,26 @@ void ensure_blas_core(int /*argc*/, char** argv) {
 
 int threads_per_rank(int requested) {
 #if defined(KOKKOS_ENABLE_OPENMP)
-  if (requested == 1) {
-    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+  // OMP_NUM_THREADS, when set, must be whole numbers 1..kMaxThreadsPerRank
+  // (a list for nested levels): libgomp ignores a bad value with a warning of
+  // its own, and Kokkos' OpenMP backend crashes at start when the first level
+  // is above its pool (512 in Kokkos 3.4: OpenMPExec::MAX_THREAD_COUNT),
+  // whatever --threads asks for.
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    int first = 0;
+    for (const char* at = env;;) {
       char* end = nullptr;
-      const long t = std::strtol(env, &end, 10);
-      if (end != env && (*end == '\0' || *end == ',') && t >= 1 && t <= 1024)
-        return static_cast<int>(t);
+      errno = 0;
+      const long t = std::strtol(at, &end, 10);
+      if (end == at || *at == '-' || *at == '+' || errno != 0 || t < 1 || t > kMaxThreadsPerRank ||
+          (*end != '\0' && *end != ','))
+        throw Error(fmt::format("OMP_NUM_THREADS '{}': want whole numbers in 1..{} (threads per rank)", env,
+                                kMaxThreadsPerRank));
+      if (first == 0) first = static_cast<int>(t);
+      if (*end == '\0') break;
+      at = end + 1;
     }
+    if (requested == 1) return first;
   }
 #endif
   return requested;

@@ -52,4 +52,33 @@ void write_file_atomic(const std::string& path, const std::string& content, bool
   }
 }
 
+std::string read_text_file(const std::string& path, const std::string& kind, const std::string& shown,
+                           std::size_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(fmt::format("{}: cannot open {}: {}", shown, kind, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a folder, not a {}", shown, kind));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("{}: cannot open {}: {}", shown, kind, std::strerror(errno)));
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(fmt::format("{}: cannot read {}: {}", shown, kind, std::strerror(err)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > max_bytes) {
+      ::close(fd);
+      throw Error(fmt::format("{}: {} is larger than {} MiB", shown, kind, max_bytes >> 20));
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
 }  // namespace asgd

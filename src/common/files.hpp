@@ -1,5 +1,7 @@
 #pragma once
-// Whole-file writes that readers never see half done.
+// Whole-file writes that readers never see half done; small text files read
+// whole, with the checks every input file gets.
+#include <cstddef>
 #include <string>
 
 namespace asgd {
@@ -9,5 +11,13 @@ namespace asgd {
 // adds execute permission for owner and group (scripts). Throws asgd::Error
 // naming path; the temporary file is removed on failure.
 void write_file_atomic(const std::string& path, const std::string& content, bool executable = false);
+
+// The whole of a small text input file (a suite, site, profile or config):
+// throws asgd::Error "<shown>: ..." when path is missing, a folder ("is a
+// folder, not a <kind>"), unreadable (a device such as /proc/self/mem), or
+// larger than max_bytes (/dev/zero: read up to the limit, then refused).
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
+std::string read_text_file(const std::string& path, const std::string& kind, const std::string& shown,
+                           std::size_t max_bytes = kMaxInputFileBytes);
 
 }  // namespace asgd

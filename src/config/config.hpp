@@ -122,9 +122,13 @@ MemoryEstimate estimate_memory(const TrainConfig& cfg);
 // Memory this process may still use: MemAvailable of /proc/meminfo (or
 // sysconf), lowered to the cgroup's memory.max headroom when there is one.
 double available_memory();
-// The checks a run needs before it loads data or allocates: the synthetic
-// data has one round of learners x batch, and estimate_memory() fits in
-// available_memory(). Throws asgd::Error naming the flag to change.
+// What the data allows, known from the configuration alone (no file read):
+// one round of learners x batch within the training samples, and warm steps
+// within the run's updates. One line per problem, naming the flag.
+std::vector<std::string> data_fit_problems(const TrainConfig& cfg);
+// The checks a run needs before it loads data or allocates:
+// data_fit_problems(), and estimate_memory() fits in available_memory().
+// Throws asgd::Error naming the flag to change.
 void check_resources(const TrainConfig& cfg);
 
 }  // namespace asgd

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/blas_env.hpp"  // kMaxThreadsPerRank
 #include "nn/zoo.hpp"
 #include "protocol/registry.hpp"
 
@@ -50,7 +51,7 @@ void utf8_path(Problems& p, const char* what, const std::string& v) {
 
 constexpr std::size_t kMaxPath = 4096;
 constexpr int kMaxRanks = 65536;
-constexpr int kMaxThreads = 1024;
+constexpr int kMaxThreads = kMaxThreadsPerRank;  // Kokkos 3.4 OpenMP's pool
 
 void check_ranks(Problems& p, const char* what, int n) {
   need(p, n >= 1, fmt::format("{} {} must be >= 1", what, n));

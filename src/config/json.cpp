@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/hash.hpp"
 #include "config/config.hpp"
 #include "config/fields.hpp"
@@ -210,39 +212,31 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
 void from_json(const nlohmann::json& j, TrainConfig& c) { read_config(j, c, true); }
 
 TrainConfig load_config_file(const std::string& path) {
-  namespace fs = std::filesystem;
   const std::string shown = shorten(path, 200);
   if (path.empty()) throw Error("--config: the file name is empty");
-  std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st))
-    throw Error(fmt::format("{}: cannot open config file: {}", shown,
-                            ec ? ec.message() : std::strerror(ENOENT)));
-  if (fs::is_directory(st)) throw Error(fmt::format("{}: is a folder, not a config file", shown));
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("{}: cannot open config file: {}", shown,
-                            std::strerror(errno ? errno : EACCES)));
-  constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxBytes)
-      throw Error(fmt::format("{}: config file is larger than 64 MiB", shown));
-  }
-  if (in.bad()) throw Error(fmt::format("{}: cannot read config file", shown));
+  const std::string text = read_text_file(path, "config file", shown);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(fmt::format("{}: config file is empty (expected a JSON object of config keys)", shown));
   json j;
+  // a key given twice in one object is refused (nlohmann would keep the last)
+  std::vector<std::set<std::string>> keys;
+  std::string twice;
+  const json::parser_callback_t no_twice = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+        twice.empty())
+      twice = parsed.get<std::string>();
+    return true;
+  };
   try {
-    j = json::parse(text);
+    j = json::parse(text, no_twice);
   } catch (const json::exception& e) {
     std::string what = e.what();
     if (what.starts_with("[json.exception.")) what.erase(0, what.find("] ") + 2);
     throw Error(fmt::format("{}: not valid JSON: {}", shown, shorten(what, 200)));
   }
+  if (!twice.empty()) throw Error(fmt::format("{}: key '{}' is given twice", shown, shorten(twice)));
   TrainConfig c;
   try {
     read_config(j, c, true);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 
@@ -118,11 +119,34 @@ double available_memory() {
   return avail < 0 ? std::numeric_limits<double>::infinity() : avail;
 }
 
+std::vector<std::string> data_fit_problems(const TrainConfig& c) {
+  std::vector<std::string> out;
+  const int learners = std::max(1, c.learners);
+  const double n_train = data_facts(c).n_train;
+  if (c.batch < 1) return out;  // validate() names it
+  if (static_cast<double>(c.batch) * learners > n_train) {
+    if (c.data.kind == "synthetic")
+      out.push_back(fmt::format("--synthetic-train {} has fewer samples than one round of {} learner{} x --batch {}",
+                                c.data.n_train, learners, learners == 1 ? "" : "s", c.batch));
+    else
+      out.push_back(fmt::format("--batch {} x {} learner{} is more than {}'s {:.0f} training samples", c.batch,
+                                learners, learners == 1 ? "" : "s", c.data.kind, n_train));
+  }
+  if (c.warm_steps > 0 && std::isfinite(c.epochs) && c.epochs > 0) {
+    // the run's updates: epochs of n_train samples in minibatches (and --max-steps)
+    double updates = std::floor(c.epochs * n_train / static_cast<double>(c.batch));
+    if (c.max_steps > 0) updates = std::min(updates, static_cast<double>(c.max_steps));
+    if (static_cast<double>(c.warm_steps) > updates)
+      out.push_back(fmt::format("--warm-steps {} is more than the run's {:.0f} updates (--epochs {:g} of {:.0f} "
+                                "samples at --batch {}{})",
+                                c.warm_steps, updates, c.epochs, n_train, c.batch,
+                                c.max_steps > 0 ? fmt::format(", --max-steps {}", c.max_steps) : ""));
+  }
+  return out;
+}
+
 void check_resources(const TrainConfig& c) {
-  if (c.data.kind == "synthetic" && c.batch > c.data.n_train / std::max(1, c.learners))
-    throw Error(fmt::format("--synthetic-train {} has fewer samples than one round of {} learner{} "
-                            "x --batch {}",
-                            c.data.n_train, c.learners, c.learners == 1 ? "" : "s", c.batch));
+  if (const auto problems = data_fit_problems(c); !problems.empty()) throw Error(problems.front());
   MemoryEstimate e;
   try {
     e = estimate_memory(c);

@@ -84,6 +84,9 @@ void check_across(const TrainConfig& c, std::vector<std::string>& p) {
   need(c.warm_start.empty() || c.warm_steps == 0, "warm start: give a checkpoint or warm steps, not both");
   need(c.compute_s >= 0 && c.comm_s >= 0 && std::isfinite(c.compute_s) && std::isfinite(c.comm_s),
        "compute_s and comm_s must be >= 0 and finite");
+  // a virtual clock summed over a run stays far from overflow (1e6 s: 11.6 days a minibatch)
+  for (const auto& [name, v] : {std::pair{"compute_s", c.compute_s}, std::pair{"comm_s", c.comm_s}})
+    need(!(v > perf::kMaxSeconds), fmt::format("{} {:g} is beyond {:g} s (a typo?)", name, v, perf::kMaxSeconds));
   if (c.data.kind == "synthetic") check_synthetic(c.data, p);
   check_profile(c, p);
 }

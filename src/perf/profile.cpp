@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -18,6 +20,24 @@ namespace asgd::perf {
 namespace {
 
 constexpr const char* kSources[] = {"measured", "stated", "assumed"};
+
+// A figure's domain: value in [lo, hi], or (lo, hi] where open. The bounds
+// keep the model's clock finite: no time above kMaxSeconds, no bandwidth
+// below 1 B/s, no throughput below 1 MFLOP/s (a run of 10^6 epochs stays far
+// from overflow).
+struct Domain {
+  double lo = 0;
+  bool open = false;
+  double hi = std::numeric_limits<double>::max();
+};
+constexpr Domain kTime{0, false, kMaxSeconds};
+constexpr Domain kMinibatchTime{0, true, kMaxSeconds};
+constexpr Domain kBandwidth{1, false};
+constexpr Domain kGflops{1e-3, false};
+constexpr Domain kCv{0, false, 10};
+constexpr Domain kPerUnit{0, false, 1};  // seconds per parameter or byte
+constexpr Domain kCores{0, true, 1e6};
+constexpr Domain kShareOfCore{0, false, 1};
 
 // Reading one file: every problem is "<file>: <key>: <what>".
 class Reader {
@@ -31,10 +51,12 @@ class Reader {
   // Only these keys in a mapping.
   void only(const YAML::Node& n, const std::string& at, std::initializer_list<const char*> known) const {
     if (!n.IsMap()) fail(at, "want a mapping");
+    std::set<std::string> seen;
     for (const auto& kv : n) {
       // a complex key (`? {a: 1}: ...`) is no name (fuzz_profile found it)
       if (!kv.first.IsScalar()) fail(at.empty() ? "(top)" : at, "keys must be plain names");
       const std::string k = kv.first.Scalar();
+      if (!seen.insert(k).second) fail(join(at, k), "given twice");
       bool ok = false;
       std::string list;
       for (const char* want : known) {
@@ -71,8 +93,8 @@ class Reader {
     return static_cast<int>(v);
   }
 
-  // {value: x, measured|stated|assumed: "..."}, value >= 0 (> 0 where positive).
-  Figure figure(const YAML::Node& n, const std::string& key, bool positive) const {
+  // {value: x, measured|stated|assumed: "..."}, value in its domain.
+  Figure figure(const YAML::Node& n, const std::string& key, Domain d) const {
     if (!n.IsDefined() || n.IsNull()) fail(key, "missing");
     if (!n.IsMap()) fail(key, "want {value: NUMBER, measured|stated|assumed: TEXT}");
     only(n, key, {"value", "measured", "stated", "assumed"});
@@ -83,7 +105,9 @@ class Reader {
       fail(join(key, "value"), fmt::format("'{}' is not a finite number", v.IsScalar() ? shorten(v.Scalar()) : "?"));
     f.value += 0.0;  // -0 is 0
     if (f.value < 0) fail(join(key, "value"), fmt::format("{} is negative", f.value));
-    if (positive && f.value <= 0) fail(join(key, "value"), fmt::format("{} must be > 0", f.value));
+    if (d.open && f.value <= d.lo) fail(join(key, "value"), fmt::format("{} must be > {}", f.value, d.lo));
+    if (f.value < d.lo || f.value > d.hi)
+      fail(join(key, "value"), fmt::format("{:g} is outside [{:g}, {:g}]", f.value, d.lo, d.hi));
     for (const char* s : kSources)
       if (n[s].IsDefined()) {
         if (!f.source.empty()) fail(key, "give one of measured, stated, assumed");
@@ -95,16 +119,16 @@ class Reader {
     return f;
   }
 
-  std::optional<Figure> optional_figure(const YAML::Node& n, const std::string& key, bool positive) const {
+  std::optional<Figure> optional_figure(const YAML::Node& n, const std::string& key, Domain d) const {
     if (!n.IsDefined() || n.IsNull()) return std::nullopt;
-    return figure(n, key, positive);
+    return figure(n, key, d);
   }
 
   Link link(const YAML::Node& n, const std::string& key) const {
     if (!n.IsDefined() || n.IsNull()) fail(key, "missing");
     only(n, key, {"latency_s", "bandwidth_Bps"});
-    return {figure(n["latency_s"], join(key, "latency_s"), false),
-            figure(n["bandwidth_Bps"], join(key, "bandwidth_Bps"), true)};
+    return {figure(n["latency_s"], join(key, "latency_s"), kTime),
+            figure(n["bandwidth_Bps"], join(key, "bandwidth_Bps"), kBandwidth)};
   }
 
   ComputeEntry compute(const YAML::Node& n, const std::string& key) const {
@@ -113,8 +137,8 @@ class Reader {
     e.device = n["device"].IsDefined() ? text(n["device"], join(key, "device"), true) : "cpu";
     if (e.device != "cpu" && e.device != "cuda") fail(join(key, "device"), fmt::format("'{}' is not cpu or cuda", shorten(e.device)));
     e.threads = n["threads"].IsDefined() ? whole(n["threads"], join(key, "threads"), 1) : 1;
-    e.seconds = optional_figure(n["seconds"], join(key, "seconds"), true);
-    e.gflops = optional_figure(n["gflops"], join(key, "gflops"), true);
+    e.seconds = optional_figure(n["seconds"], join(key, "seconds"), kMinibatchTime);
+    e.gflops = optional_figure(n["gflops"], join(key, "gflops"), kGflops);
     if (e.seconds.has_value() == e.gflops.has_value()) fail(key, "give seconds (with model and batch) or gflops");
     if (e.seconds) {
       e.model = text(n["model"], join(key, "model"), true);
@@ -122,7 +146,7 @@ class Reader {
     } else if (n["model"].IsDefined() || n["batch"].IsDefined()) {
       fail(key, "a gflops entry is for every model: no model or batch");
     }
-    e.cv = figure(n["cv"], join(key, "cv"), false);
+    e.cv = figure(n["cv"], join(key, "cv"), kCv);
     return e;
   }
 
@@ -148,10 +172,9 @@ std::string find_profile(const std::string& path) {
 Profile read_profile(const std::string& path) {
   const Reader r(path);
   YAML::Node root;
+  const std::string text = read_text_file(path, "profile file", "profile " + path);
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error(fmt::format("profile {}: cannot read the file", path));
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("profile {}: line {}: not YAML: {}", path, e.mark.line + 1, e.msg));
   }
@@ -161,12 +184,11 @@ Profile read_profile(const std::string& path) {
   Profile p;
   p.path = path;
   p.name = r.text(root["name"], "name", true);
+  if (p.name.empty()) r.fail("name", "empty (name the machine or the paper's system)");
   p.description = r.text(root["description"], "description", false);
   p.machine = r.text(root["machine"], "machine", false);
-  p.cores = r.optional_figure(root["cores"], "cores", true);
-  p.waiting_rank_load = r.optional_figure(root["waiting_rank_load"], "waiting_rank_load", false);
-  if (p.waiting_rank_load && p.waiting_rank_load->value > 1)
-    r.fail("waiting_rank_load.value", fmt::format("{} is more than one core", p.waiting_rank_load->value));
+  p.cores = r.optional_figure(root["cores"], "cores", kCores);
+  p.waiting_rank_load = r.optional_figure(root["waiting_rank_load"], "waiting_rank_load", kShareOfCore);
   const YAML::Node c = root["compute"];
   if (!c.IsDefined() || !c.IsSequence() || c.size() == 0) r.fail("compute", "want a list of at least one entry");
   for (std::size_t i = 0; i < c.size(); ++i) p.compute.push_back(r.compute(c[i], fmt::format("compute[{}]", i)));
@@ -175,16 +197,16 @@ Profile read_profile(const std::string& path) {
   r.only(link, "link", {"learner", "server", "pcie_Bps"});
   p.learner = r.link(link["learner"], "link.learner");
   p.server = r.link(link["server"], "link.server");
-  p.pcie_Bps = r.optional_figure(link["pcie_Bps"], "link.pcie_Bps", true);
+  p.pcie_Bps = r.optional_figure(link["pcie_Bps"], "link.pcie_Bps", kBandwidth);
   const YAML::Node s = root["server"];
   if (!s.IsDefined()) r.fail("server", "missing");
   r.only(s, "server", {"accumulate_s_per_param", "update_s_per_param"});
-  p.accumulate_s_per_param = r.figure(s["accumulate_s_per_param"], "server.accumulate_s_per_param", false);
-  p.update_s_per_param = r.figure(s["update_s_per_param"], "server.update_s_per_param", false);
+  p.accumulate_s_per_param = r.figure(s["accumulate_s_per_param"], "server.accumulate_s_per_param", kPerUnit);
+  p.update_s_per_param = r.figure(s["update_s_per_param"], "server.update_s_per_param", kPerUnit);
   if (const YAML::Node inj = root["inject"]; inj.IsDefined() && !inj.IsNull()) {
     r.only(inj, "inject", {"update_s", "byte_s"});
-    p.inject_update_s = r.optional_figure(inj["update_s"], "inject.update_s", false);
-    p.inject_byte_s = r.optional_figure(inj["byte_s"], "inject.byte_s", false);
+    p.inject_update_s = r.optional_figure(inj["update_s"], "inject.update_s", kTime);
+    p.inject_byte_s = r.optional_figure(inj["byte_s"], "inject.byte_s", kPerUnit);
   }
   for (const auto& e : p.compute)
     if (e.device == "cuda" && !p.pcie_Bps)

@@ -12,6 +12,10 @@
 
 namespace asgd::perf {
 
+// The longest time a profile or a virtual run's flags may give (a minibatch,
+// a latency, an injected cost): 10^6 s, so that a modelled clock stays finite.
+inline constexpr double kMaxSeconds = 1e6;
+
 // One number and its provenance.
 struct Figure {
   double value = 0;

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
 
@@ -129,17 +130,15 @@ void print_table(const Verdicts& v) {
 
 // ---- result folders ----
 
-std::vector<RunInfo> load_readable(const Input& in) {
+// Every results file of a side; a gate compares all of them or none: an
+// unreadable file (the reader checks every figure) is refused, naming it,
+// rather than dropped.
+std::vector<RunInfo> load_all(const Input& in) {
   std::vector<RunInfo> runs = load_runs(in.files);
-  std::vector<RunInfo> ok;
-  for (auto& r : runs) {
-    if (r.readable) {
-      ok.push_back(std::move(r));
-    } else {
-      std::fprintf(stderr, "warning: %s (skipped)\n", r.error.c_str());
-    }
+  for (const auto& r : runs) {
+    if (!r.readable) throw Error(fmt::format("compare: {} (a gate compares every results file: remove or fix it)", r.error));
   }
-  return ok;
+  return runs;
 }
 
 // "CPU model (BLAS kernel K)" of each side; refuses (asgd::Error) when the
@@ -286,9 +285,9 @@ void compare_config(Verdicts& v, const std::string& name, const std::vector<cons
 }
 
 Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOptions& opt) {
-  std::vector<RunInfo> base = load_readable(bin), cand = load_readable(cin);
-  if (base.empty()) throw Error("compare: no readable results file in the baseline");
-  if (cand.empty()) throw Error("compare: no readable results file in the candidate");
+  std::vector<RunInfo> base = load_all(bin), cand = load_all(cin);
+  if (base.empty()) throw Error("compare: no results file in the baseline");
+  if (cand.empty()) throw Error("compare: no results file in the candidate");
   check_same_machine(machines(base), machines(cand), opt);
   const Matched m = match_configs(base, cand);
   Verdicts v;
@@ -357,6 +356,34 @@ std::map<std::string, BenchSeries> bench_series(const json& doc, const std::stri
   return out;
 }
 
+// Each row's figure (GFLOP/s, or real_time in `unit`): a positive finite
+// number, else asgd::Error naming the file, the benchmark and the key.
+std::vector<double> bench_values(const std::vector<json>& rows, const std::string& path, const std::string& name,
+                                 bool flops, const std::string& unit) {
+  std::vector<double> out;
+  for (const json& r : rows) {
+    const std::string key = flops ? flops_key(r) : "real_time";
+    auto bad = [&](const std::string& what) {
+      return Error(fmt::format("{}: benchmark {}: {}", path, shorten(name), what));
+    };
+    if (key.empty() || !r.contains(key)) throw bad(fmt::format("{} is missing", flops ? "GFLOP/s" : key));
+    if (!r[key].is_number()) throw bad(fmt::format("{} is not a number: {}", key, shorten(r[key].dump())));
+    double x = r[key].get<double>();
+    if (!flops) {
+      const json tu = r.contains("time_unit") ? r["time_unit"] : json("ns");
+      if (!tu.is_string()) throw bad(fmt::format("time_unit is not text: {}", shorten(tu.dump())));
+      try {
+        x *= unit_ns(tu.get<std::string>()) / unit_ns(unit);
+      } catch (const Error& e) {
+        throw bad(e.what());
+      }
+    }
+    if (!(std::isfinite(x) && x > 0)) throw bad(fmt::format("{} {} is not a positive finite number", key, r[key].dump()));
+    out.push_back(x);
+  }
+  return out;
+}
+
 Verdicts compare_bench(const Input& bin, const std::string& bpath, const Input& cin, const std::string& cpath,
                        const CompareOptions& opt) {
   check_same_machine(machines(bin.doc), machines(cin.doc), opt);
@@ -384,23 +411,13 @@ Verdicts compare_bench(const Input& bin, const std::string& bpath, const Input& 
     const auto& cs = ci->second.samples;
     const std::string fk = flops_key(bs.front());
     const bool flops = !fk.empty() && !flops_key(cs.front()).empty();
-    std::vector<double> bx, cx;
     std::string unit = "ns";
-    try {
-      if (flops) {
-        for (const auto& r : bs) bx.push_back(r.value(fk, kNaN));
-        for (const auto& r : cs) cx.push_back(r.value(flops_key(r), kNaN));
-      } else {
-        unit = bs.front().value("time_unit", std::string("ns"));
-        const double scale = unit_ns(unit);
-        for (const auto& r : bs) bx.push_back(r.at("real_time").get<double>() * unit_ns(r.value("time_unit", std::string("ns"))) / scale);
-        for (const auto& r : cs) cx.push_back(r.at("real_time").get<double>() * unit_ns(r.value("time_unit", std::string("ns"))) / scale);
-      }
-    } catch (const json::exception& e) {
-      throw Error(fmt::format("{}: benchmark {}: {}", bpath + " / " + cpath, name, e.what()));
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: benchmark {}: {}", bpath + " / " + cpath, name, e.what()));
+    if (!flops) {
+      const json& tu = bs.front().contains("time_unit") ? bs.front()["time_unit"] : json("ns");
+      unit = tu.is_string() ? tu.get<std::string>() : "?";
     }
+    const std::vector<double> bx = bench_values(bs, bpath, name, flops, unit),
+                              cx = bench_values(cs, cpath, name, flops, unit);
     auto show = [&](double x) { return flops ? fmt::format("{:.4g} {}", x, fk) : fmt::format("{:.4g} {}", x, unit); };
     compare_samples(v, name + (flops ? " " + fk : " real_time"), bx, cx, flops, opt, show);
   }

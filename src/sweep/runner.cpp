@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <ctime>
 
 #include <algorithm>
 #include <chrono>
@@ -73,10 +74,19 @@ std::vector<std::string> train_command(const Suite& s, const Run& r, const std::
 volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
+// The run's log is appended to, each attempt under a header line: a second
+// runner that races for the same run (and loses the lock) cannot truncate
+// the log the winner is writing.
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (out < 0) throw Error(fmt::format("{}: cannot write the run's log: {}", log, std::strerror(errno)));
   try {
+    const std::time_t now = std::time(nullptr);
+    char when[32] = "?";
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string head = fmt::format("== asgd sweep run (pid {}), {}\n", ::getpid(), when);
+    if (::write(out, head.data(), head.size()) < 0)
+      throw Error(fmt::format("{}: cannot write the run's log: {}", log, std::strerror(errno)));
     const pid_t pid = spawn_process(args, out, {.own_group = true, .die_with_parent = true});
     ::close(out);
     return pid;
@@ -208,6 +218,13 @@ class LocalRun {
     while (next_ < todo_.size() && static_cast<int>(active_.size()) < opt_.jobs) {
       const Run& r = s_.runs[todo_[next_]];
       if (!active_.empty() && used_ + r.ranks > cores_) break;
+      // another runner may have taken (or finished) it since the start
+      if (const RunState st = run_state(r, p_); st == RunState::running || st == RunState::done ||
+                                                st == RunState::diverged) {
+        taken_elsewhere(r, st);
+        ++next_;
+        continue;
+      }
       const std::string log = (fs::path(p_.logs) / (r.run_id + ".log")).string();
       fs::remove(failed_marker(r));
       pid_t pid = 0;
@@ -241,6 +258,12 @@ class LocalRun {
     const Run& r = s_.runs[a.index];
     const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     std::string state;
+    // lost the race for the run's lock to another runner: not a failure
+    if (code != 0 && run_state(r, p_) == RunState::running) {
+      busy_s_ -= took;
+      --finished_;
+      return taken_elsewhere(r, RunState::running);
+    }
     if (code != 0) {
       write_file_atomic(failed_marker(r), fmt::format("{}\n", code));
       state = "failed";
@@ -253,6 +276,14 @@ class LocalRun {
     fmt::print("[{}/{}] {} {} in {} (elapsed {}, ETA {}){}\n", finished_, todo_.size(), r.run_id, state,
                fmt_duration(took), fmt_duration(std::chrono::duration<double>(Clock::now() - t0_).count()),
                fmt_duration(eta), code != 0 ? fmt::format(" exit {}, see {}/{}.log", code, p_.logs, r.run_id) : "");
+    std::fflush(stdout);
+  }
+
+  void taken_elsewhere(const Run& r, RunState st) {
+    outcome_["skipped"] += 1;
+    ++finished_;
+    fmt::print("[{}/{}] {}: {} by another process, skipped\n", finished_, todo_.size(), r.run_id,
+               st == RunState::running ? "being trained" : "finished");
     std::fflush(stdout);
   }
 
@@ -332,12 +363,17 @@ int run_local(const Suite& s, const std::string& results_dir, const LocalOptions
   SignalsForwarded signals;
   LocalRun runner(s, p, configs, opt, std::move(todo), cores);
   if (const int stopped = runner.run(); stopped >= 0) return stopped;
-  fmt::print("suite {}: {} completed, {} diverged, {} failed, {} finished earlier\n", s.name,
-             runner.count("completed"), runner.count("diverged"), runner.count("failed"), skipped);
+  fmt::print("suite {}: {} completed, {} diverged, {} failed, {} finished earlier or taken by another process\n",
+             s.name, runner.count("completed"), runner.count("diverged"), runner.count("failed"),
+             skipped + runner.count("skipped"));
   return runner.count("failed");
 }
 
 int status(const Suite& s, const std::string& results_dir) {
+  std::error_code ec;
+  for (const fs::path& at : {fs::path(results_dir), fs::path(results_dir) / s.name})
+    if (fs::exists(at, ec) && !fs::is_directory(at, ec))
+      throw Error(fmt::format("{}: is a file, not a results folder", at.string()));
   const SuitePaths p = suite_paths(s, results_dir);
   // Slurm's view, when it is there: array job name + task id -> state; the
   // run lists written by submit map task ids to runs.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.hpp"
@@ -69,7 +70,7 @@ Site load_site(const std::string& dir, const std::string& name) {
     throw Error(fmt::format("{}: no such site file (sites live in {})", path.string(), dir));
   Site s;
   try {
-    const YAML::Node n = YAML::LoadFile(path.string());
+    const YAML::Node n = YAML::Load(read_text_file(path.string(), "site file", path.string()));
     if (!n.IsNull() && !n.IsMap()) throw Error(fmt::format("{}: a site file must be a mapping of keys", path.string()));
     std::vector<std::string> problems;
     for (const auto& kv : n) {
@@ -143,7 +144,12 @@ std::string capture(const std::string& cmd) {
   const int rc = pclose(f);
   if (auto semi = last.find(';'); semi != std::string::npos) last.resize(semi);
   if (rc != 0 || last.empty() || last.find_first_not_of("0123456789_") != std::string::npos)
-    throw Error(fmt::format("{} failed (exit {}): '{}'", cmd, rc, last));
+    throw Error(fmt::format("{} failed ({}): '{}'", cmd,
+                            rc == -1                ? std::string("cannot wait for it")
+                            : WIFEXITED(rc)         ? fmt::format("exit {}", WEXITSTATUS(rc))
+                            : WIFSIGNALED(rc)       ? fmt::format("signal {}", WTERMSIG(rc))
+                                                    : fmt::format("status {}", rc),
+                            last));
   return last;
 }
 

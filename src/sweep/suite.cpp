@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "sweep/suite_detail.hpp"
 
 namespace asgd::sweep {
@@ -28,21 +29,11 @@ const std::vector<std::string> kTopKeys = {"name",    "description", "mode",  "b
                                            "axes",    "zip",         "exclude", "seeds",
                                            "target_error", "resources", "benchmark"};
 
-std::string read_text(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error(path + ": is a folder, not a suite file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open: " + std::strerror(errno ? errno : ENOENT));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The file's top-level mapping: known keys once each, in file order.
 Top read_top(const std::string& path, Problems& pr) {
   YAML::Node root;
   try {
-    root = YAML::Load(read_text(path));
+    root = YAML::Load(read_text_file(path, "suite file", path));
   } catch (const YAML::Exception& e) {
     pr.add(e.mark.line >= 0 ? e.mark.line + 1 : 1, "YAML syntax error: " + e.msg);
     fail(path, pr);

@@ -165,7 +165,10 @@ struct Expansion {
 void check_run(const Parsed& p, const Run& run, const std::vector<std::size_t>& idx, const std::string& compact,
                Expansion& x) {
   const TrainConfig& c = run.config;
-  for (const auto& prob : validate(c)) x.run_problems.add(prob, compact);
+  const auto problems = validate(c);
+  for (const auto& prob : problems) x.run_problems.add(prob, compact);
+  if (problems.empty())
+    for (const auto& prob : data_fit_problems(c)) x.run_problems.add(prob, compact);
   if (p.suite.resources.gpus_per_learner > 0 && !c.virtual_learners && c.device != "cuda")
     x.run_problems.add("resources.gpus_per_learner > 0 asks Slurm for GPUs, but device is cpu: "
                        "set device: cuda (or gpus_per_learner: 0)",

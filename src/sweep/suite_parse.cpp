@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "common/blas_env.hpp"  // kMaxThreadsPerRank
 #include "sweep/suite_detail.hpp"
 
 namespace asgd::sweep::detail {
@@ -18,6 +19,9 @@ namespace {
 
 const std::vector<std::string> kResourceKeys = {"servers", "gpus_per_learner", "cpus_per_rank",
                                                 "time_limit", "exclusive", "max_parallel_tasks"};
+constexpr int kMaxSuiteServers = 65536;     // the configuration's most ranks (config/fields.cpp)
+constexpr int kMaxGpusPerLearner = 64;      // more than any node holds
+constexpr int kMaxParallelTasks = 1000000;  // more than Slurm's MaxArraySize allows
 
 bool all_digits(std::string_view s, std::size_t min_len, std::size_t max_len) {
   return s.size() >= min_len && s.size() <= max_len &&
@@ -49,24 +53,25 @@ void read_resource(const std::string& key, const YAML::Node& v, int kl, Parsed& 
   Resources& res = p.suite.resources;
   const int vl = line_of(v, kl);
   std::string expected;
-  auto get_int = [&](int& out, int min) {
+  auto get_int = [&](int& out, int min, int max) {
     int x = 0;
     if (!convert(v, x, expected))
       pr.add(vl, fmt::format("resources {}: expected {}, got {}", key, expected, describe(v)));
-    else if (x < min)
-      pr.add(vl, fmt::format("resources {}: {} must be >= {}", key, x, min));
+    else if (x < min || x > max)
+      pr.add(vl, fmt::format("resources {}: {} must be in {}..{}", key, x, min, max));
     else
       out = x;
   };
+  // Upper bounds keep every product (ranks x cpus, learners x GPUs) in an int.
   if (key == "servers") {
-    get_int(res.servers, 1);
+    get_int(res.servers, 1, kMaxSuiteServers);
     p.servers_given = true;
   } else if (key == "gpus_per_learner") {
-    get_int(res.gpus_per_learner, 0);
+    get_int(res.gpus_per_learner, 0, kMaxGpusPerLearner);
   } else if (key == "cpus_per_rank") {
-    get_int(res.cpus_per_rank, 1);
+    get_int(res.cpus_per_rank, 1, kMaxThreadsPerRank);
   } else if (key == "max_parallel_tasks") {
-    get_int(res.max_parallel_tasks, 0);
+    get_int(res.max_parallel_tasks, 0, kMaxParallelTasks);
   } else if (key == "exclusive") {
     bool x = false;
     if (convert(v, x, expected)) res.exclusive = x;

@@ -15,27 +15,7 @@ for f in "${files[@]}"; do
     exit 77
   fi
 done
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0 passed=0
-export OPENBLAS_NUM_THREADS=1
-
-# expect_error NAME PATTERN -- COMMAND...: exit 2 (bad input), one stderr line matching PATTERN
-expect_error() {
-  local name=$1 pattern=$2
-  shift 3
-  timeout 120 "$@" >"$work/out" 2>"$work/err"
-  local rc=$? lines
-  lines=$(wc -l <"$work/err")
-  if (( rc != 2 )) || (( lines != 1 )) || ! grep -qE -- "$pattern" "$work/err"; then
-    echo "FAIL $name: rc=$rc (want 2), $lines stderr lines, want /$pattern/:"
-    head -c 600 "$work/err"; echo
-    failures=$((failures + 1))
-  else
-    echo "ok   $name (exit $rc): $(cat "$work/err")"
-    passed=$((passed + 1))
-  fi
-}
+source "$(cd "$(dirname "$0")" && pwd)/expect_lib.sh"
 
 mkdir -p "$work/fm"
 for f in "${files[@]}"; do zcat "$src/$f.gz" >"$work/fm/$f" || { echo "FAIL: cannot unpack $src/$f.gz"; exit 1; }; done

@@ -122,9 +122,9 @@ TEST(Merge, OptionsAreRefusedOutsideTheirRuleAndDomain) {
   EXPECT_TRUE(mentions(c, "--server-momentum is an option of merge server-sgd, not of merge adagrad"));
   c = nsync_cfg("server-sgd");
   c.server_lr = 0;
-  EXPECT_TRUE(mentions(c, "--server-lr 0 must be > 0"));
+  EXPECT_TRUE(mentions(c, "--server-lr 0 must be in (0, 1e6)"));
   c.server_lr = NAN;
-  EXPECT_TRUE(mentions(c, "--server-lr nan must be > 0"));
+  EXPECT_TRUE(mentions(c, "--server-lr nan must be in (0, 1e6)"));
   c.server_lr = 0.1;
   c.server_momentum = 1;
   EXPECT_TRUE(mentions(c, "--server-momentum 1 must be in [0, 1)"));

@@ -252,7 +252,8 @@ TEST_F(Profiles, TextsAndFiguresComeBackExactly) {
   };
   at("model: lenet", "model: \"'a' #b: ~\"");
   at("value: 0.07", "value: 0.123456789012345");
-  at("value: 500, assumed: \"a GPU\"", "value: 2.2250738585072014e-308, assumed: \"tab\\tnew\\nline \\\"q\\\" \\\\ \\x01 \\u0085 \\ufeff\"");
+  at("value: 1e-6, measured: \"p\"}, bandwidth", "value: 2.2250738585072014e-308, measured: \"p\"}, bandwidth");
+  at("value: 500, assumed: \"a GPU\"", "value: 500, assumed: \"tab\\tnew\\nline \\\"q\\\" \\\\ \\x01 \\u0085 \\ufeff\"");
   at("name: t", "name: \"- [x]\"");
   const Profile p = read_profile(write("p.yaml", text));
   EXPECT_EQ(p.compute[0].model, "'a' #b: ~");
@@ -261,7 +262,7 @@ TEST_F(Profiles, TextsAndFiguresComeBackExactly) {
   EXPECT_EQ(q.name, p.name);
   EXPECT_EQ(q.compute[0].model, p.compute[0].model);
   EXPECT_EQ(q.compute[0].seconds->value, 0.123456789012345);
-  EXPECT_EQ(q.compute[1].gflops->value, 2.2250738585072014e-308);
+  EXPECT_EQ(q.learner.latency_s.value, 2.2250738585072014e-308);
   EXPECT_EQ(q.compute[1].gflops->note, p.compute[1].gflops->note);
   EXPECT_EQ(profile_yaml(q), profile_yaml(p));
 }
@@ -306,7 +307,14 @@ TEST_F(Profiles, EachBadFigureNamesTheFileAndKey) {
       {with("  update_s_per_param: {value: 4e-10, measured: \"core\"}\n", ""), "server.update_s_per_param", "missing"},
       {with("{value: 2e-10,", "{value: -2e-10,"), "server.accumulate_s_per_param.value", "negative"},
       {with("bandwidth_Bps: {value: 1e+10, measured: \"p\"}}\n  server", "bandwidth_Bps: {value: 0, measured: \"p\"}}\n  server"),
-       "link.learner.bandwidth_Bps.value", "> 0"},
+       "link.learner.bandwidth_Bps.value", "outside [1, "},
+      {with("{value: 0.07, measured: \"timed\"}", "{value: 1e+308, measured: \"timed\"}"), "compute[0].seconds.value",
+       "outside [0, 1e+06]"},
+      {with("{value: 500, assumed", "{value: 1e-9, assumed"), "compute[1].gflops.value", "outside [0.001, "},
+      {with("cv: {value: 0.01,", "cv: {value: 11,"), "compute[0].cv.value", "outside [0, 10]"},
+      {with("{value: 2e-10,", "{value: 2,"), "server.accumulate_s_per_param.value", "outside [0, 1]"},
+      {with("name: t\n", "name: t\nname: u\n"), "name", "given twice"},
+      {with("name: t\n", "name: \"\"\n"), "name", "empty"},
       {with("{value: 0.07, measured: \"timed\"}", "{value: fast, measured: \"timed\"}"), "compute[0].seconds.value",
        "not a finite number"},
       {with("{value: 0.07, measured: \"timed\"}", "{value: 0.07}"), "compute[0].seconds", "measured, stated or assumed"},
@@ -330,7 +338,13 @@ TEST_F(Profiles, EachBadFigureNamesTheFileAndKey) {
     read_profile((dir / "absent.yaml").string());
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("absent.yaml: cannot read"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("absent.yaml: cannot open profile file"), std::string::npos) << e.what();
+  }
+  try {  // a folder (yaml-cpp's own read failed with a stream error, exit 1)
+    read_profile(dir.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder, not a profile file"), std::string::npos) << e.what();
   }
 }
 
@@ -371,7 +385,7 @@ TEST_F(Profiles, TheConfigRefusesAProfileBeforeAnyWork) {
   EXPECT_NE(first().find("--compute-s"), std::string::npos);
   c.compute_s = 0;
   c.profile = (dir / "absent.yaml").string();
-  EXPECT_NE(first().find("absent.yaml: cannot read"), std::string::npos);
+  EXPECT_NE(first().find("absent.yaml: cannot open profile file"), std::string::npos);
   std::string text = valid();
   text.erase(text.find("  - device: cuda"), text.find("link:") - text.find("  - device: cuda"));
   c.profile = write("cpu-only.yaml", text);

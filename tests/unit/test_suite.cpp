@@ -297,7 +297,7 @@ server:
   const std::string missing = load_error(write("missing.yaml", "name: pd\nmode: virtual\n" + std::string(kBase) +
                                                                    "  learners: 2\n  profile: " + dir_.string() +
                                                                    "/none.yaml\n"));
-  EXPECT_NE(missing.find("none.yaml: cannot read the file"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("none.yaml: cannot open profile file"), std::string::npos) << missing;
 }
 
 TEST_F(SuiteTest, DatasetStringAlias) {
@@ -331,7 +331,7 @@ axes:
 TEST_F(SuiteTest, ModeTargetErrorResources) {
   const Suite s = load(std::string("name: virt\nmode: virtual\ntarget_error: 0.25\n") + kBase + R"(
 axes:
-  learners: [1, 8]
+  learners: [1, 4]
 resources:
   servers: 2
   gpus_per_learner: 1

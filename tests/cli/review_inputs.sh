@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The bad inputs an exploratory review found (session 9) that the other
+# scripts did not cover: each gets ONE line naming it and exit 2, before any
+# work; and two `sweep run`s of one suite share its runs without a failure.
+#   usage: review_inputs.sh ASGD_BINARY
+set -uo pipefail
+asgd=${1:?usage: review_inputs.sh ASGD_BINARY}
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/expect_lib.sh"
+
+syn=(--model mlp --dataset synthetic --synthetic-size 8 --synthetic-classes 4 --synthetic-train 256
+     --synthetic-test 64 --batch 16 --epochs 1 -q --results "$work/results" --suite s --run-id r)
+mkdir -p "$work/folder.yaml" "$work/sites/dir.yaml"
+
+# flags
+expect_error "an empty number is no 0" "--momentum: '' is not a number" -- "$asgd" train "${syn[@]}" --momentum ""
+expect_error "a double's range" "--lr: '1e309' is out of the range of a double" -- "$asgd" train "${syn[@]}" --lr 1e309
+expect_error "threads beyond Kokkos' OpenMP pool" "threads 513 must be in 1..512" -- "$asgd" train "${syn[@]}" --threads 513
+expect_error "info threads" "--threads: .*600" -- "$asgd" info --threads 600
+expect_error "warm steps beyond the run" "--warm-steps 1000000 is more than the run's 16 updates" -- \
+  "$asgd" train "${syn[@]}" --warm-steps 1000000
+expect_error "compute_s beyond 1e6 s" "compute_s 1e\+308 is beyond 1e\+06 s" -- \
+  "$asgd" train "${syn[@]}" --virtual --learners 2 --timing fixed --compute-s 1e308
+expect_error "batch beyond the dataset" "--batch 40000 x 2 learners is more than fashion-mnist's 60000" -- \
+  "$asgd" train --model lenet --dataset fashion-mnist --batch 40000 --learners 2 --virtual --dry-run
+expect_error "server-lr's range" "--server-lr 1000000 must be in \(0, 1e6\)" -- \
+  "$asgd" train "${syn[@]}" --virtual --learners 2 --protocol nsync --merge server-sgd --server-lr 1e6
+expect_error "models: empty name" "name: must not be empty|must not be empty" -- "$asgd" models ""
+expect_error "mpiexec not found" "--mpiexec: '/nonexistent/mpiexec' is not an executable file" -- \
+  "$asgd" calibrate --mpiexec /nonexistent/mpiexec --out "$work/p.yaml"
+
+# files: folders, devices, endless files, keys given twice
+printf '{"batch": 16, "batch": 32}\n' >"$work/twice.json"
+expect_error "config: a key twice" "twice.json: key 'batch' is given twice" -- "$asgd" train --config "$work/twice.json"
+expect_error "profile: a folder" "profile .*folder.yaml: is a folder, not a profile file" -- \
+  "$asgd" train "${syn[@]}" --virtual --learners 2 --profile "$work/folder.yaml"
+expect_error "profile: a device" "profile /proc/self/mem: cannot read profile file" -- \
+  "$asgd" train "${syn[@]}" --virtual --learners 2 --profile /proc/self/mem
+expect_error "suite: endless" "/dev/zero: suite file is larger than 64 MiB" -- "$asgd" sweep plan /dev/zero
+base="base: {model: mlp, dataset: {kind: synthetic, shape: [8, 8, 1], classes: 4, n_train: 256, n_test: 64}, batch: 16, epochs: 1}"
+printf 'name: s1\nmode: real\n%s\nseeds: [1]\n' "$base" >"$work/s1.yaml"
+expect_error "site: a folder" "dir.yaml: is a folder, not a site file" -- \
+  "$asgd" sweep submit "$work/s1.yaml" --sites-dir "$work/sites" --site dir --dry-run --results "$work/sub"
+printf 'name: g\nmode: real\nbase: {model: mlp, device: cuda, learners: 4, dataset: {kind: synthetic, n_train: 256}}\nresources: {gpus_per_learner: 1073741824}\n' \
+  >"$work/gpl.yaml"
+expect_error "suite: GPUs per learner overflowing" "gpl.yaml:4: resources gpus_per_learner: 1073741824 must be in 0..64" -- \
+  "$asgd" sweep plan "$work/gpl.yaml"
+printf 'name: c\nmode: real\n%s\nresources: {cpus_per_rank: 513}\n' "$base" >"$work/cpus.yaml"
+expect_error "suite: cpus per rank" "resources cpus_per_rank: 513 must be in 1..512" -- "$asgd" sweep plan "$work/cpus.yaml"
+printf 'name: b\nmode: real\nbase: {model: mlp, dataset: {kind: synthetic, n_train: 256}, batch: 1000}\n' >"$work/big.yaml"
+expect_error "suite: batch beyond the data, at plan time" "big.yaml.*--synthetic-train 256 has fewer samples than one round of 1 learner x --batch 1000" -- \
+  "$asgd" sweep plan "$work/big.yaml"
+: >"$work/afile"
+expect_error "status: results is a file" "afile: is a file, not a results folder" -- \
+  "$asgd" sweep status "$work/s1.yaml" --results "$work/afile"
+
+# compare: a gate compares every file or refuses
+mkdir -p "$work/cmp/base" "$work/cmp/cand"
+"$asgd" train "${syn[@]}" --max-steps 2 --results "$work/cmp/base" --run-id a >/dev/null 2>&1 || fail "compare's baseline run"
+cp -r "$work/cmp/base/." "$work/cmp/cand/"
+head -c 100 "$(ls "$work"/cmp/cand/s/runs/*.h5 | head -1)" >"$work/cmp/cand/s/runs/broken.h5"
+expect_error "compare: an unreadable candidate file" "compare: .*broken.h5.*a gate compares every results file" -- \
+  "$asgd" compare "$work/cmp/base/s" "$work/cmp/cand/s"
+bench() {  # bench FILE REAL_TIME
+  printf '{"context": {}, "benchmarks": [{"name": "x", "run_type": "iteration", "real_time": %s, "time_unit": "ns"}]}\n' "$2" >"$1"
+}
+bench "$work/b.json" 100
+for bad in -5 0 '"abc"'; do
+  bench "$work/c.json" "$bad"
+  expect_error "compare: benchmark real_time $bad" "c.json: benchmark x: real_time" -- "$asgd" compare "$work/b.json" "$work/c.json"
+done
+
+# OpenMP builds: OMP_NUM_THREADS is checked (libgomp may warn first: only asgd's line counted)
+if "$asgd" info 2>/dev/null | grep -q "(OpenMP)"; then
+  for v in 0 abc 1024; do
+    OMP_NUM_THREADS=$v timeout 60 "$asgd" info >"$work/out" 2>"$work/err"
+    rc=$?
+    if (( rc == 2 )) && [[ $(grep -c "^asgd: error: OMP_NUM_THREADS '$v': want whole numbers in 1..512" "$work/err") == 1 ]]; then
+      pass "OMP_NUM_THREADS=$v refused"
+    else
+      fail "OMP_NUM_THREADS=$v: rc=$rc $(head -c 300 "$work/err")"
+    fi
+  done
+fi
+
+# two runners of one suite: each run trained once, nothing counted failed, no log cut
+printf 'name: conc\nmode: real\nbase: {model: lenet, dataset: {kind: synthetic, shape: [28, 28, 1], n_train: 2048, n_test: 64}, batch: 32, epochs: 1}\nseeds: [1, 2, 3]\n' \
+  >"$work/conc.yaml"
+timeout 300 "$asgd" sweep run "$work/conc.yaml" --results "$work/conc" --no-report >"$work/r1.out" 2>&1 &
+first=$!
+sleep 1
+timeout 300 "$asgd" sweep run "$work/conc.yaml" --results "$work/conc" --no-report >"$work/r2.out" 2>&1
+rc2=$?
+wait "$first"
+rc1=$?
+runs=$(ls "$work/conc/conc/runs/"*.h5 2>/dev/null | wc -l)
+if (( rc1 == 0 && rc2 == 0 && runs == 3 )) && ! ls "$work/conc/conc/logs/"*.failed >/dev/null 2>&1 &&
+   grep -q " 0 failed" "$work/r1.out" && grep -q " 0 failed" "$work/r2.out"; then
+  pass "two runners of one suite: 3 runs, none failed ($(grep -h 'suite conc: .* completed' "$work/r1.out" "$work/r2.out" | tr '\n' ';'))"
+else
+  fail "two runners: rc $rc1/$rc2, $runs results"; cat "$work/r1.out" "$work/r2.out"
+fi
+for log in "$work/conc/conc/logs/"*.log; do
+  grep -q "^== asgd sweep run (pid" "$log" || fail "$log has no attempt header"
+done
+
+echo "$passed passed, $failures failed, $skipped parts skipped"
+(( failures == 0 )) || exit 1
