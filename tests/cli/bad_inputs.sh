@@ -87,7 +87,7 @@ expect_error "weight decay inf" "weight decay inf" -- "$asgd" train "${syn[@]}" 
 expect_error "diverge loss inf" "diverge loss inf" -- "$asgd" train "${syn[@]}" --diverge-loss inf
 expect_error "lr steps not increasing" "lr steps must be increasing" -- "$asgd" train "${syn[@]}" --lr-steps 5,3
 expect_error "lr step nan" "lr step nan" -- "$asgd" train "${syn[@]}" --lr-steps nan
-expect_error "threads 0" "threads 0 must be in 1..1024" -- "$asgd" train "${syn[@]}" --threads 0
+expect_error "threads 0" "threads 0 must be in 1..512" -- "$asgd" train "${syn[@]}" --threads 0
 expect_error "threads 100000" "threads 100000" -- "$asgd" train "${syn[@]}" --threads 100000
 expect_error "eval every 0" "eval every 0" -- "$asgd" train "${syn[@]}" --eval-every 0
 expect_error "eval batch 0" "eval batch 0" -- "$asgd" train "${syn[@]}" --eval-batch 0
@@ -103,7 +103,7 @@ expect_error "protocol in capitals" "protocol 'SoftSync' unknown" -- "$asgd" tra
 # ------------------------------------------------------------------ sizes and memory (refused before allocating)
 expect_error "batch 99999999999 (synthetic)" "--synthetic-train 256 has fewer samples than one round .* --batch 99999999999" -- \
   "$asgd" train "${syn[@]}" --batch 99999999999 --run-id big1
-expect_error "batch 99999999999 (memory)" "^asgd: error: --batch 99999999999: the run would need about .* of memory" -- \
+expect_error "batch 99999999999 (fashion-mnist)" "^asgd: error: --batch 99999999999 x 1 learner is more than fashion-mnist's 60000 training samples" -- \
   "$asgd" train --model mlp --dataset fashion-mnist --data-dir "$work/none" --batch 99999999999 -q --results "$work/results"
 expect_error "synthetic size 100000" "--synthetic-size 100000: the run would need about .* more than the .* available" -- \
   "$asgd" train "${syn[@]}" --synthetic-size 100000 --run-id big2
