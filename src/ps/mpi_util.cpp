@@ -57,44 +57,63 @@ void set_stall_timeout(double seconds) { g_stall_s = seconds; }
 double stall_timeout() { return g_stall_s; }
 void set_rank_label(std::string label) { g_label = std::move(label); }
 
-void inject_delay() {
-  struct Injector {
-    bool on = false;
-    double max_ms = 0, prob = 0.5;
-    std::mt19937_64 rng;
-    Injector() {
-      const char* env = std::getenv("ASGD_INJECT_DELAY");
-      if (env == nullptr || *env == '\0') return;
+namespace {
+
+// The injection settings of this rank, parsed once (asgd::Error when bad).
+struct Injection {
+  bool delay = false;
+  double max_ms = 0, prob = 0.5;
+  std::mt19937_64 rng;
+  long long stall_rank = -1, stall_at = 0, calls = 0;  // ASGD_INJECT_STALL="RANK:N"
+  Injection() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char tail = 0;
+    if (const char* env = std::getenv("ASGD_INJECT_DELAY"); env != nullptr && *env != '\0') {
       unsigned long long seed = 0;
       double ms = 0, p = 0.5;
-      const int n = std::sscanf(env, "%llu:%lf:%lf", &seed, &ms, &p);
-      if (n < 2 || !(ms >= 0 && ms < 1e6) || !(p >= 0 && p <= 1))
+      int used = 0, used_p = 0;
+      bool ok = *env != '-' && std::sscanf(env, "%llu:%lf%n", &seed, &ms, &used) == 2;
+      if (ok && env[used] == ':') {
+        ok = std::sscanf(env + used + 1, "%lf%n", &p, &used_p) == 1;
+        used += 1 + used_p;
+      }
+      if (!ok || env[used] != '\0' || !(ms >= 0 && ms < 1e6) || !(p >= 0 && p <= 1))
         throw Error(fmt::format("ASGD_INJECT_DELAY='{}': want SEED:MAX_MS[:PROB]", env));
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       rng.seed(seed * 0x9E3779B97F4A7C15ULL + static_cast<unsigned long long>(rank));
       max_ms = ms;
       prob = p;
-      on = true;
+      delay = true;
     }
-  };
-  static Injector inj;
-  // ASGD_INJECT_STALL="RANK:N": that rank hangs at its N-th call (watchdog tests).
-  static long long stall_rank = -1, stall_at = 0, calls = 0;
-  static const bool stall_parsed = [] {
     if (const char* env = std::getenv("ASGD_INJECT_STALL"); env != nullptr && *env != '\0') {
-      if (std::sscanf(env, "%lld:%lld", &stall_rank, &stall_at) != 2)
+      if (std::sscanf(env, "%lld:%lld%c", &stall_rank, &stall_at, &tail) != 2)
         throw Error(fmt::format("ASGD_INJECT_STALL='{}': want RANK:N", env));
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       if (rank != stall_rank) stall_rank = -1;
     }
-    return true;
-  }();
-  (void)stall_parsed;
-  if (stall_rank >= 0 && ++calls >= stall_at)
+  }
+};
+
+Injection& injection() {
+  static Injection inj;
+  return inj;
+}
+
+}  // namespace
+
+void check_injection() {
+  try {
+    (void)injection();
+    (void)injected_server_costs();
+  } catch (const Error& e) {
+    throw CollectiveError(e.what());
+  }
+}
+
+void inject_delay() {
+  Injection& inj = injection();
+  if (inj.stall_rank >= 0 && ++inj.calls >= inj.stall_at)
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-  if (!inj.on) return;
+  if (!inj.delay) return;
   std::uniform_real_distribution<double> u(0, 1);
   if (u(inj.rng) >= inj.prob) return;
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(u(inj.rng) * inj.max_ms));

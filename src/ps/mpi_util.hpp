@@ -88,6 +88,9 @@ struct ServerCosts {
   double update_s = 0, byte_s = 0;
 };
 const ServerCosts& injected_server_costs();
+// Parses ASGD_INJECT_DELAY, ASGD_INJECT_STALL and ASGD_INJECT_SERVER now:
+// CollectiveError (every rank finds the same problem) when one is bad.
+void check_injection();
 // Sleeps s seconds (no-op for s <= 0).
 void sleep_s(double s);
 
