@@ -8,6 +8,8 @@
 #include <iterator>
 
 #include "cli/commands.hpp"
+#include "common/error.hpp"
+#include "gpu/gpu.hpp"
 #include "report/report.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/slurm.hpp"
@@ -43,9 +45,38 @@ int cmd_report(const std::string& dir, const std::string& out, bool plots, bool 
   return 0;
 }
 
+namespace {
+
+// What this binary and the allocation can run, before any script or run:
+// device cuda needs a CUDA build (else every task fails), and a Slurm rank
+// gets cpus_per_rank CPUs (more threads than that would fight over them).
+void check_runnable(const sweep::Suite& s, bool slurm) {
+  for (const auto& r : s.runs) {
+    if (r.config.device == "cuda" && !r.config.virtual_learners && !gpu::built_with_cuda())
+      throw Error(fmt::format("{}: run {} has device cuda, but {} was built without CUDA: every run would fail "
+                              "(build with cmake --preset cuda)",
+                              s.path, r.run_id, self_exe()));
+    if (slurm && r.config.threads > s.resources.cpus_per_rank)
+      throw Error(fmt::format("{}: run {}: threads {} is more than resources.cpus_per_rank {}: each rank would run {} "
+                              "threads on {} CPUs (threads: 1 follows cpus_per_rank; or raise cpus_per_rank)",
+                              s.path, r.run_id, r.config.threads, s.resources.cpus_per_rank, r.config.threads,
+                              s.resources.cpus_per_rank));
+  }
+}
+
+}  // namespace
+
 int cmd_sweep(const std::string& action, const SweepArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto suite = sweep::load_suite(a.suite, a.results);
+  // A Slurm task starts in sbatch's working folder (or --chdir), not here:
+  // submit writes the results folder into every run config as an absolute path.
+  std::string results = a.results;
+  if (action == "submit" && !results.empty()) {
+    results = std::filesystem::absolute(results).lexically_normal().string();
+    while (results.size() > 1 && results.back() == '/') results.pop_back();
+  }
+  const auto suite = sweep::load_suite(a.suite, results);
+  if (action == "submit" || action == "run") check_runnable(suite, action == "submit");
   if (action == "plan") {
     const auto groups = sweep::group_by_shape(suite);
     fmt::print("suite {} ({}): {} runs in {} resource shape{}, mode {}\n", suite.name, a.suite,
@@ -65,7 +96,7 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
     o.sites_dir = a.sites_dir.empty() ? source_dir() + "/slurm/sites" : a.sites_dir;
     o.self = self_exe();
     o.dry_run = a.dry_run;
-    sweep::submit(suite, a.results, o);
+    sweep::submit(suite, results, o);
     fmt::print("submit took {:.3f}s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return 0;

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "report/analysis.hpp"
+#include "report/config_columns.hpp"
 #include "report/detail.hpp"
 
 namespace asgd::report {
@@ -177,21 +178,14 @@ Table staleness_csv(const std::vector<RunInfo>& runs) {
   return t;
 }
 
-std::vector<std::string> md_config_cells(const ConfigGroup& g) {
-  const RunInfo& r = g.rep();
-  std::string seeds = std::to_string(g.runs.size());
-  if (g.diverged || g.failed) seeds += fmt::format(" ({} diverged, {} failed)", g.diverged, g.failed);
-  return {r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch, seeds};
-}
-const std::vector<std::string> kMdConfigHeader = {"model", "mode", "protocol", "L", "n", "n_sync", "lr policy",
-                                                  "batch", "seeds"};
-
 std::string speedup_md(const std::vector<ConfigGroup>& groups) {
   Table t;
-  t.header = kMdConfigHeader;
+  const ConfigColumns cols(groups);
+  t.header = cols.header();
   append(t.header, {"time-to-target speedup", "throughput speedup", "time to target (s)", "samples/s", "note"});
-  for (const auto& g : groups) {
-    auto row = md_config_cells(g);
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const ConfigGroup& g = groups[i];
+    auto row = cols.cells(groups, i);
     append(row, {agg_md(g.tt_speedup, false, 2), agg_md(g.tp_speedup, false, 2), agg_md(g.time_to_target, false, 1),
                  agg_md(g.samples_per_s, false, 1), g.speedup_note});
     t.rows.push_back(std::move(row));
@@ -201,10 +195,12 @@ std::string speedup_md(const std::vector<ConfigGroup>& groups) {
 
 std::string convergence_md(const std::vector<ConfigGroup>& groups) {
   Table t;
-  t.header = kMdConfigHeader;
+  const ConfigColumns cols(groups);
+  t.header = cols.header();
   append(t.header, {"final test error", "best test error", "gap to hardsync", "smoothed train error", "mean tau"});
-  for (const auto& g : groups) {
-    auto row = md_config_cells(g);
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const ConfigGroup& g = groups[i];
+    auto row = cols.cells(groups, i);
     std::string gap = "–";
     if (g.gap.state == Agg::State::number) gap = fmt::format("{:+.2f} pp", 100 * g.gap.iv.mean);
     else if (g.gap.state != Agg::State::blank) gap = g.gap.text();

@@ -20,7 +20,6 @@ namespace {
 const std::vector<std::string> kResourceKeys = {"servers", "gpus_per_learner", "cpus_per_rank",
                                                 "time_limit", "exclusive", "max_parallel_tasks"};
 constexpr int kMaxSuiteServers = 65536;     // the configuration's most ranks (config/fields.cpp)
-constexpr int kMaxGpusPerLearner = 64;      // more than any node holds
 constexpr int kMaxParallelTasks = 1000000;  // more than Slurm's MaxArraySize allows
 
 bool all_digits(std::string_view s, std::size_t min_len, std::size_t max_len) {
@@ -53,12 +52,12 @@ void read_resource(const std::string& key, const YAML::Node& v, int kl, Parsed& 
   Resources& res = p.suite.resources;
   const int vl = line_of(v, kl);
   std::string expected;
-  auto get_int = [&](int& out, int min, int max) {
+  auto get_int = [&](int& out, int min, int max, const char* why = "") {
     int x = 0;
     if (!convert(v, x, expected))
       pr.add(vl, fmt::format("resources {}: expected {}, got {}", key, expected, describe(v)));
     else if (x < min || x > max)
-      pr.add(vl, fmt::format("resources {}: {} must be in {}..{}", key, x, min, max));
+      pr.add(vl, fmt::format("resources {}: {} must be in {}..{}{}", key, x, min, max, why));
     else
       out = x;
   };
@@ -67,7 +66,7 @@ void read_resource(const std::string& key, const YAML::Node& v, int kl, Parsed& 
     get_int(res.servers, 1, kMaxSuiteServers);
     p.servers_given = true;
   } else if (key == "gpus_per_learner") {
-    get_int(res.gpus_per_learner, 0, kMaxGpusPerLearner);
+    get_int(res.gpus_per_learner, 0, 1, " (a learner drives one GPU, the one of its index: more would sit idle)");
   } else if (key == "cpus_per_rank") {
     get_int(res.cpus_per_rank, 1, kMaxThreadsPerRank);
   } else if (key == "max_parallel_tasks") {

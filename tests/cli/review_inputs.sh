@@ -4,7 +4,7 @@
 # work; and two `sweep run`s of one suite share its runs without a failure.
 #   usage: review_inputs.sh ASGD_BINARY
 set -uo pipefail
-asgd=${1:?usage: review_inputs.sh ASGD_BINARY}
+asgd=$(realpath "${1:?usage: review_inputs.sh ASGD_BINARY}")
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/expect_lib.sh"
 
@@ -43,8 +43,30 @@ expect_error "site: a folder" "dir.yaml: is a folder, not a site file" -- \
   "$asgd" sweep submit "$work/s1.yaml" --sites-dir "$work/sites" --site dir --dry-run --results "$work/sub"
 printf 'name: g\nmode: real\nbase: {model: mlp, device: cuda, learners: 4, dataset: {kind: synthetic, n_train: 256}}\nresources: {gpus_per_learner: 1073741824}\n' \
   >"$work/gpl.yaml"
-expect_error "suite: GPUs per learner overflowing" "gpl.yaml:4: resources gpus_per_learner: 1073741824 must be in 0..64" -- \
+expect_error "suite: GPUs per learner overflowing" "gpl.yaml:4: resources gpus_per_learner: 1073741824 must be in 0..1" -- \
   "$asgd" sweep plan "$work/gpl.yaml"
+printf 'name: g4\nmode: real\nbase: {model: mlp, device: cuda, learners: 2, dataset: {kind: synthetic, n_train: 256}}\nresources: {gpus_per_learner: 4}\n' \
+  >"$work/gpl4.yaml"
+expect_error "suite: GPUs a learner would not use" "resources gpus_per_learner: 4 must be in 0..1 \(a learner drives one GPU" -- \
+  "$asgd" sweep plan "$work/gpl4.yaml"
+printf 'name: t8\nmode: real\n%s\nresources: {cpus_per_rank: 2}\nzip:\n  - threads: [8]\n' "$base" >"$work/t8.yaml"
+expect_error "submit: threads above cpus_per_rank" "t8.yaml: run .*: threads 8 is more than resources.cpus_per_rank 2" -- \
+  "$asgd" sweep submit "$work/t8.yaml" --dry-run --results "$work/sub"
+if ! "$asgd" info 2>/dev/null | grep -q "CUDA    built"; then
+  printf 'name: cu\nmode: real\nbase: {model: mlp, device: cuda, dataset: {kind: synthetic, n_train: 256}}\nresources: {gpus_per_learner: 1}\n' \
+    >"$work/cu.yaml"
+  expect_error "submit: device cuda from a build without CUDA" "cu.yaml: run .* has device cuda, but .* was built without CUDA" -- \
+    "$asgd" sweep submit "$work/cu.yaml" --dry-run --results "$work/sub"
+  expect_error "run: device cuda from a build without CUDA" "cu.yaml: run .* has device cuda, but .* was built without CUDA" -- \
+    "$asgd" sweep run "$work/cu.yaml" --results "$work/sub"
+fi
+# a relative --results: submit writes the absolute folder into each run config (a task starts elsewhere)
+(cd "$work" && "$asgd" sweep submit s1.yaml --dry-run --results rel >/dev/null 2>&1)
+if grep -q "\"results_dir\": \"$work/rel\"" "$work"/rel/s1/configs/*.json 2>/dev/null; then
+  pass "submit: configs hold the absolute results folder"
+else
+  fail "submit: configs' results_dir: $(grep -h results_dir "$work"/rel/s1/configs/*.json 2>&1 | head -2)"
+fi
 printf 'name: c\nmode: real\n%s\nresources: {cpus_per_rank: 513}\n' "$base" >"$work/cpus.yaml"
 expect_error "suite: cpus per rank" "resources cpus_per_rank: 513 must be in 1..512" -- "$asgd" sweep plan "$work/cpus.yaml"
 printf 'name: b\nmode: real\nbase: {model: mlp, dataset: {kind: synthetic, n_train: 256}, batch: 1000}\n' >"$work/big.yaml"

@@ -60,7 +60,7 @@ struct Input {
 Input read_input(FuzzedDataProvider& in) {
   Input v;
   v.mode = in.ConsumeIntegralInRange(0, 2);
-  v.gpus = in.ConsumeIntegralInRange(0, 2);
+  v.gpus = in.ConsumeIntegralInRange(0, 1);
   v.cpus = in.ConsumeIntegralInRange(1, 4);
   v.suite_limit = in.ConsumeIntegralInRange(-1, 3);
   v.site_limit = in.ConsumeIntegralInRange(0, 3);
