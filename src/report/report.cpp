@@ -215,7 +215,10 @@ std::string staleness_md(const std::vector<ConfigGroup>& groups) {
   Table t;
   t.header = {"model", "mode", "protocol", "L", "n", "n_sync", "lr policy", "batch", "gradients", "mean tau",
               "median tau", "95th pct tau", "max tau"};
-  for (const auto& g : groups) {
+  const ConfigColumns cols(groups);
+  if (cols.any) t.header.insert(t.header.begin() + 8, "other settings");
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const ConfigGroup& g = groups[i];
     const RunInfo& r = g.rep();
     std::int64_t total = 0;
     std::size_t max_tau = 0;
@@ -230,6 +233,7 @@ std::string staleness_md(const std::vector<ConfigGroup>& groups) {
     t.rows.push_back({r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
                       std::to_string(total), std::isfinite(g.mean_tau) ? fmt::format("{:.2f}", g.mean_tau) : "–",
                       q(0.5), q(0.95), total > 0 ? std::to_string(max_tau) : "–"});
+    if (cols.any) t.rows.back().insert(t.rows.back().begin() + 8, cols.other[i].empty() ? "–" : cols.other[i]);
   }
   return to_markdown(t);
 }

@@ -503,6 +503,40 @@ TEST(Report, BaselineDivergedAndMixedSeeds) {
   EXPECT_EQ(c3[0]["final_test_error_n"], "1");
 }
 
+// Configurations that differ only in a field beyond the tables' columns (a
+// merge rule, set in one config and left at its default in the other) are
+// told apart by an "other settings" column; without such a field, no column.
+TEST(Report, OtherSettingsTellRowsApart) {
+  TempDir tmp("other");
+  const fs::path runs = tmp.path() / "o" / "runs";
+  const Spec a{.run_id = "a", .protocol = "nsync", .learners = 2, .n_sync = 2};
+  const Spec b{.run_id = "b", .protocol = "nsync", .learners = 2, .n_sync = 2};
+  write_run(runs, a);
+  RunResult rb = make_run(b);
+  json cfg = json::parse(rb.config_json);
+  cfg["merge"] = "adagrad";
+  rb.config_json = cfg.dump();
+  asgd::io::write_results((runs / "b.h5").string(), rb);
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = (tmp.path() / "o").string();
+  opt.quiet = true;
+  ASSERT_EQ(asgd::report::write_report(opt), 2);
+  std::ifstream in(tmp.path() / "o" / "report" / "report.md");
+  const std::string md{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_TRUE(contains(md, "| other settings |")) << md;
+  EXPECT_TRUE(contains(md, "| merge=adagrad |")) << md;
+  EXPECT_EQ(md.find("merge=sum"), std::string::npos);  // absent: the default, shown as "–"
+
+  TempDir same("same");
+  write_run(same.path() / "s" / "runs", a);
+  write_run(same.path() / "s" / "runs", Spec{.run_id = "c", .protocol = "nsync", .learners = 4, .n_sync = 2});
+  opt.suite_dir = (same.path() / "s").string();
+  ASSERT_EQ(asgd::report::write_report(opt), 2);
+  std::ifstream in2(same.path() / "s" / "report" / "report.md");
+  const std::string md2{std::istreambuf_iterator<char>(in2), {}};
+  EXPECT_FALSE(contains(md2, "other settings")) << md2;
+}
+
 TEST(Report, UnreadableFilesAreListedNotFatal) {
   TempDir tmp("bad");
   const fs::path suite = tmp.path() / "bad";
