@@ -16,14 +16,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5 layers=0
-while getopts "r:lh" o; do
+while getopts ":r:lh" o; do
   case $o in
     r) rounds=$OPTARG ;;
     l) layers=1 ;;
     h) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench_openmp.sh: usage: tools/bench_openmp.sh [-r ROUNDS] [-l]" >&2; exit 2 ;;
+    *) echo "bench_openmp.sh: bad option -$OPTARG (usage: tools/bench_openmp.sh [-r ROUNDS] [-l])" >&2; exit 2 ;;
   esac
 done
+shift $((OPTIND - 1))
+(( $# == 0 )) || { echo "bench_openmp.sh: unexpected argument '$1' (rounds: -r ROUNDS; see -h)" >&2; exit 2; }
 [[ $rounds =~ ^[1-9][0-9]?$ ]] || { echo "bench_openmp.sh: -r '$rounds': a count 1..99" >&2; exit 2; }
 micro=build/openmp/asgd_micro
 [[ -x $micro ]] || { echo "bench_openmp.sh: $micro not built (tools/setup.sh --kokkos-openmp; cmake --preset openmp && cmake --build build/openmp)" >&2; exit 1; }

@@ -10,7 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asgd=${ASGD:-build/default/asgd}
+case ${1:-} in
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+(( $# <= 1 )) || { echo "bench_scaling.sh: one argument at most, GRADIENTS (see -h)" >&2; exit 2; }
 grads=${1:-300}
+[[ $grads =~ ^[1-9][0-9]{0,6}$ ]] || { echo "bench_scaling.sh: GRADIENTS '$grads': a count 1..9999999" >&2; exit 2; }
 [[ -x $asgd ]] || { echo "bench_scaling.sh: $asgd not built (cmake --preset default && cmake --build --preset default)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -54,6 +54,9 @@ def load_run(path):
             config = {}
         evals = {k: f["evals"][k][:] for k in ("epoch", "wall_s", "test_error")}
         hist = f["staleness"]["histogram"][:]
+    # the series asgd validate would refuse (asgd report lists the file as unreadable)
+    if len({len(v) for v in evals.values()}) != 1 or any(np.ndim(v) != 1 for v in evals.values()):
+        raise ValueError("the /evals series differ in length")
     attrs["learners"] = config.get("learners", "?") if isinstance(config, dict) else "?"
     return {"file": path, **attrs, "evals": evals, "histogram": hist}
 

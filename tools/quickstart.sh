@@ -6,6 +6,9 @@
 #   tools/quickstart.sh [asgd sweep run options, e.g. --jobs 2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case ${1:-} in
+  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
 tools/setup.sh
 cmake --preset default
 cmake --build --preset default -j "$(nproc)"

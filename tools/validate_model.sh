@@ -31,16 +31,18 @@ out=/tmp/asgd-validate-model
 quick=0
 server_only=0
 repeats=3
-while getopts "o:r:qsh" opt; do
+while getopts ":o:r:qsh" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     r) repeats="$OPTARG"; [[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "validate_model.sh: -r wants 1..99" >&2; exit 2; } ;;
     q) quick=1 ;;
     s) server_only=1 ;;
     h) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
+    *) echo "validate_model.sh: bad option -$OPTARG (see -h)" >&2; exit 2 ;;
   esac
 done
+shift $((OPTIND - 1))
+(( $# == 0 )) || { echo "validate_model.sh: unexpected argument '$1' (see -h)" >&2; exit 2; }
 asgd="${ASGD:-}"
 if [[ -z "$asgd" ]]; then
   for b in "$root/build/ci/asgd" "$root/build/default/asgd"; do [[ -x "$b" ]] && { asgd="$b"; break; }; done

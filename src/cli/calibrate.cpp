@@ -239,6 +239,14 @@ int cmd_calibrate(const CalibrateOptions& o) {
     throw Error(fmt::format("--out {}: cannot write in {} (no such folder, or not writable)", o.out,
                             out_dir.string()));
   if (std::filesystem::is_directory(o.out)) throw Error(fmt::format("--out {}: is a folder", o.out));
+  check_writable(o.out);
+  // a model or batch twice would time (and write) the same entry twice
+  for (std::size_t i = 0; i < o.models.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (o.models[i] == o.models[j]) throw Error(fmt::format("--models: '{}' is given twice", o.models[i]));
+  for (std::size_t i = 0; i < o.batches.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (o.batches[i] == o.batches[j]) throw Error(fmt::format("--batch: {} is given twice", o.batches[i]));
   const auto t0 = Clock::now();
   perf::Profile p;
   const RunInfo info = collect_run_info();

@@ -128,7 +128,7 @@ void add_run_commands(CLI::App& app, Args& a) {
   a.info->add_flag("--json", a.info_json, "The machine record results files hold, as JSON");
   a.info->add_option("--threads", a.info_threads, "Threads per rank the record should say")
       ->capture_default_str()
-      ->check(CLI::Range(1, asgd::kMaxThreadsPerRank));
+      ->check(whole_in(1, asgd::kMaxThreadsPerRank));
 }
 
 void add_sweep_commands(CLI::App& app, Args& a) {

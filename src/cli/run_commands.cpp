@@ -57,11 +57,13 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
     return 0;
   }
   const auto& s = r.summary;
+  // a diverged run has no error to show: it says so, never "nan%"
+  auto pct = [&](double x) { return std::isfinite(x) ? fmt::format("{:.2f}%", 100 * x) : r.status; };
   fmt::print(
       "\nrun {}  status {}\n  updates {}  epochs {:.2f}  train time {:.1f}s  {:.0f} samples/s\n"
-      "  final test error {:.2f}%  best {:.2f}%  time to {:.1f}% error: {}\n  results {}\n",
+      "  final test error {}  best {}  time to {:.1f}% error: {}\n  results {}\n",
       r.run_id, r.status, s.updates, s.epochs, s.train_time_s, s.samples_per_s,
-      100 * s.final_test_error, 100 * s.best_test_error, 100 * s.target_error,
+      pct(s.final_test_error), pct(s.best_test_error), 100 * s.target_error,
       std::isnan(s.time_to_target_s) ? std::string("not reached")
                                      : fmt::format("{:.1f}s", s.time_to_target_s),
       out.paths.results);

@@ -8,12 +8,46 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "common/error.hpp"
 
 namespace asgd {
 
-void write_file_atomic(const std::string& path, const std::string& content, bool executable) {
+namespace {
+
+// What write_file_atomic replaces for `path`: path itself, or the file a
+// symbolic link points to (the link stays); a device, folder, socket or pipe
+// there is refused, never replaced (`calibrate -o /dev/null` once made
+// /dev/null a plain file).
+std::string write_target(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path target = path;
+  if (std::filesystem::is_symlink(target, ec)) {
+    const std::filesystem::path to = std::filesystem::read_symlink(target, ec);
+    if (ec) throw Error(fmt::format("{}: cannot read the link: {}", path, ec.message()));
+    target = to.is_absolute() ? to : target.parent_path() / to;
+  }
+  const auto st = std::filesystem::status(target, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw Error(fmt::format("{}: is not a regular file ({}): refusing to replace it", path,
+                            std::filesystem::is_directory(st) ? "a folder" : "a device, socket or pipe"));
+  return target.string();
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  const std::string target = write_target(path);
+  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("{}: cannot create {}: {}", path, tmp, std::strerror(errno)));
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
+
+void write_file_atomic(const std::string& where, const std::string& content, bool executable) {
+  const std::string path = write_target(where);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(fmt::format("{}: cannot create {}: {}", path, tmp, std::strerror(errno)));

@@ -10,7 +10,13 @@ namespace asgd {
 // so a reader (or a crash) sees the old file or the whole new one. executable
 // adds execute permission for owner and group (scripts). Throws asgd::Error
 // naming path; the temporary file is removed on failure.
+// A symbolic link is written through (its target replaced, the link kept);
+// a device, folder, socket or pipe at path is refused, never replaced.
 void write_file_atomic(const std::string& path, const std::string& content, bool executable = false);
+// Throws what write_file_atomic(path, ...) would (a path it must not
+// replace, a folder where the temporary file cannot be made), before any
+// work: creates and removes the temporary file.
+void check_writable(const std::string& path);
 
 // The whole of a small text input file (a suite, site, profile or config):
 // throws asgd::Error "<shown>: ..." when path is missing, a folder ("is a

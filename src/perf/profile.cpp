@@ -235,7 +235,7 @@ std::string fig(const Figure& f) { return fmt::format("{{value: {}, {}: {}}}", f
 
 std::string profile_yaml(const Profile& p) {
   std::ostringstream o;
-  o << "# asgd machine profile (README: \"Machine profiles\")\n";
+  o << "# asgd machine profile (README: \"asgd calibrate and --profile\", Profile format)\n";
   o << "name: " << quoted(p.name) << "\n";
   if (!p.description.empty()) o << "description: " << quoted(p.description) << "\n";
   if (!p.machine.empty()) o << "machine: " << quoted(p.machine) << "\n";

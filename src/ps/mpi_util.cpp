@@ -218,6 +218,9 @@ std::string mpi_library_version() {
   MPI_Get_library_version(v, &len);
   std::string s(v, static_cast<std::size_t>(len));
   if (auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
+  // "MPICH Version:\t4.0.2": one space for the tab (it is stored in every results file)
+  for (char& c : s)
+    if (c == '\t') c = ' ';
   return s;
 }
 

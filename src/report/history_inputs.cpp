@@ -17,6 +17,7 @@
 
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "report/history_detail.hpp"
 
 namespace asgd::report::detail {
@@ -117,7 +118,12 @@ bool read_bench(const std::string& path, const json& doc, std::size_t input, Inp
   const std::string commit = commit_text(text("asgd_commit"));
   const std::string machine = machine_text(text("asgd_cpu_model"), text("asgd_blas_kernel"));
   double time = parse_time(text("date"));
-  if (!std::isfinite(time)) time = file_mtime(path);
+  if (!std::isfinite(time)) {
+    time = file_mtime(path);
+    if (!text("date").empty())
+      in.skipped.push_back(fmt::format("{}: context.date '{}' is not a date (the file's time used)", path,
+                                       shorten(text("date"))));
+  }
   std::map<std::string, std::vector<const json*>> iterations;
   std::map<std::string, std::map<std::string, const json*>> aggregates;
   int errors = 0;
@@ -147,6 +153,7 @@ bool read_bench(const std::string& path, const json& doc, std::size_t input, Inp
   }
   if (errors) in.skipped.push_back(fmt::format("{}: {} benchmark{} reported an error (skipped)", path, errors,
                                                errors == 1 ? "" : "s"));
+  int bad = 0;  // rows without a positive finite figure
   for (const auto& [name, rows] : iterations) {
     for (const json* r : rows) {
       Sample s;
@@ -160,18 +167,22 @@ bool read_bench(const std::string& path, const json& doc, std::size_t input, Inp
         s.unit = fk;
         s.value = (*r)[fk].get<double>();
       } else if (r->contains("real_time") && (*r)["real_time"].is_number()) {
-        const double scale = unit_ns(r->value("time_unit", std::string("ns")));
-        if (!std::isfinite(scale)) continue;
+        const json tu = r->contains("time_unit") ? (*r)["time_unit"] : json("ns");
         s.figure = name + " real_time";
         s.unit = "ns";
-        s.value = (*r)["real_time"].get<double>() * scale;
+        s.value = (*r)["real_time"].get<double>() * (tu.is_string() ? unit_ns(tu.get<std::string>()) : kNaN);
         s.higher_is_better = false;
       } else {
-        continue;
+        s.value = kNaN;
       }
-      if (std::isfinite(s.value)) in.samples.push_back(std::move(s));
+      if (std::isfinite(s.value) && s.value > 0) in.samples.push_back(std::move(s));
+      else ++bad;
     }
   }
+  if (bad)
+    in.skipped.push_back(fmt::format("{}: {} benchmark row{} without a positive finite real_time or GFLOP/s, or "
+                                     "with an unknown time_unit (skipped)",
+                                     path, bad, bad == 1 ? "" : "s"));
   return true;
 }
 
@@ -293,6 +304,7 @@ Inputs read_inputs(const std::vector<std::string>& inputs) {
     if (!ok && given)
       throw Error(path + ": not a Google Benchmark JSON file (no \"benchmarks\" array" +
                   std::string(doc.is_discarded() ? ", not valid JSON)" : ")"));
+    if (doc.is_discarded()) in.skipped.push_back(path + ": not valid JSON (skipped)");
     if (ok) ++in.files;
   };
   for (std::size_t i = 0; i < inputs.size(); ++i) {

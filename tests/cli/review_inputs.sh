@@ -16,7 +16,7 @@ mkdir -p "$work/folder.yaml" "$work/sites/dir.yaml"
 expect_error "an empty number is no 0" "--momentum: '' is not a number" -- "$asgd" train "${syn[@]}" --momentum ""
 expect_error "a double's range" "--lr: '1e309' is out of the range of a double" -- "$asgd" train "${syn[@]}" --lr 1e309
 expect_error "threads beyond Kokkos' OpenMP pool" "threads 513 must be in 1..512" -- "$asgd" train "${syn[@]}" --threads 513
-expect_error "info threads" "--threads: .*600" -- "$asgd" info --threads 600
+expect_error "info threads" "--threads: .600. is not a whole number in \[1, 512\]" -- "$asgd" info --threads 600
 expect_error "warm steps beyond the run" "--warm-steps 1000000 is more than the run's 16 updates" -- \
   "$asgd" train "${syn[@]}" --warm-steps 1000000
 expect_error "compute_s beyond 1e6 s" "compute_s 1e\+308 is beyond 1e\+06 s" -- \

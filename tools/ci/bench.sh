@@ -40,6 +40,7 @@ export OPENBLAS_NUM_THREADS=1
 
 die() { echo "bench.sh: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+help() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
 
 asgd=${ASGD:-$root/build/ci/asgd}
 rounds=5
@@ -238,6 +239,6 @@ case $cmd in
     cp -r "$src/micro.json" "$src/runs" "$src/meta.json" "$src/machine.json" "$dest/"
     echo "$dest"
     ;;
-  -h|--help|help) usage ;;
+  -h|--help|help) help ;;
   *) die "unknown command $cmd (run, ab, gate, store)" ;;
 esac

@@ -26,6 +26,9 @@ asgd=${ASGD:-$root/build/ci/asgd}
 pairs=10
 rounds=5
 plants=()
+case ${1:-} in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
 [[ $# -ge 1 && $1 != -* ]] || { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 out=$1
 shift

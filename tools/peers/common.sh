@@ -7,6 +7,7 @@ parse_peer_options() {
   local name=$1 opt
   shift
   local OPTIND=1
+  [[ ${1:-} == --help ]] && { usage; exit 0; }
   while getopts ":n:s:w:d:h" opt; do
     case "$opt" in
       n) repeats="$OPTARG" ;;
