@@ -29,6 +29,13 @@ expect_error "models: empty name" "name: must not be empty|must not be empty" --
 expect_error "mpiexec not found" "--mpiexec: '/nonexistent/mpiexec' is not an executable file" -- \
   "$asgd" calibrate --mpiexec /nonexistent/mpiexec --out "$work/p.yaml"
 
+mkfifo "$work/fifo.yaml"
+expect_error "calibrate: --out a pipe is not replaced" "fifo.yaml: is not a regular file" -- \
+  "$asgd" calibrate --models mlp --batch 16 --steps 2 --out "$work/fifo.yaml"
+[[ -p $work/fifo.yaml ]] && pass "the pipe is still a pipe" || fail "calibrate replaced the pipe"
+expect_error "calibrate: a model twice" "--models: 'mlp' is given twice" -- \
+  "$asgd" calibrate --models mlp,mlp --batch 16 --steps 2 --out "$work/dup.yaml"
+
 # files: folders, devices, endless files, keys given twice
 printf '{"batch": 16, "batch": 32}\n' >"$work/twice.json"
 expect_error "config: a key twice" "twice.json: key 'batch' is given twice" -- "$asgd" train --config "$work/twice.json"

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "io/results.hpp"
 
 namespace fs = std::filesystem;
@@ -217,6 +219,32 @@ class IoTest : public ::testing::Test {
 
   fs::path dir_;
 };
+
+// write_file_atomic writes through a symbolic link (the link stays) and never
+// replaces what is not a regular file (`calibrate -o /dev/null` once made
+// /dev/null a plain file); check_writable says the same before any work.
+TEST_F(IoTest, AtomicWritesKeepLinksAndRefuseSpecialFiles) {
+  std::ofstream(path("target.yaml")) << "old";
+  fs::create_symlink("target.yaml", path("link.yaml"));
+  asgd::write_file_atomic(path("link.yaml"), "new");
+  EXPECT_TRUE(fs::is_symlink(path("link.yaml")));
+  std::ifstream in(path("target.yaml"));
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "new");
+
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0644), 0);
+  for (const std::string& special : {path("fifo"), dir_.string()}) {
+    try {
+      asgd::check_writable(special);
+      ADD_FAILURE() << special;
+    } catch (const asgd::Error& e) {
+      EXPECT_TRUE(contains(e.what(), "is not a regular file")) << e.what();
+    }
+    EXPECT_THROW(asgd::write_file_atomic(special, "x"), asgd::Error);
+  }
+  EXPECT_TRUE(fs::is_fifo(path("fifo")));
+  EXPECT_THROW(asgd::check_writable("/proc/asgd-test.yaml"), asgd::Error);  // no temporary file there
+  EXPECT_TRUE(temp_leftovers().empty());
+}
 
 TEST_F(IoTest, ResultsRoundTripKeepsEveryFieldAndNaN) {
   const RunResult written = sample_result();
