@@ -358,7 +358,9 @@ std::string files_md(const ReportOptions& opt, const std::string& plot_problem, 
   if (n.unreadable) {
     md += "## Unreadable files\n\n";
     for (const auto& r : runs)
-      if (!r.readable) md += fmt::format("- `{}`: {}\n", r.file, r.error);
+      if (!r.readable)  // the reader's message starts with the path: said once
+        md += fmt::format("- `{}`: {}\n", r.file,
+                          r.error.starts_with(r.file + ": ") ? r.error.substr(r.file.size() + 2) : r.error);
     md += "\n";
   }
   return md + kDefinitions;
