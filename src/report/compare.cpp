@@ -138,6 +138,7 @@ std::vector<RunInfo> load_all(const Input& in) {
   for (const auto& r : runs) {
     if (!r.readable) throw Error(fmt::format("compare: {} (a gate compares every results file: remove or fix it)", r.error));
   }
+  for (const auto& note : drop_copies(runs)) std::printf("note: %s\n", note.c_str());
   return runs;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -125,6 +126,41 @@ std::vector<RunInfo> load_runs(const std::vector<std::string>& files) {
   runs.reserve(files.size());
   for (const auto& f : files) runs.push_back(load_run(f));
   return runs;
+}
+
+namespace {
+
+bool same_figure(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+bool same_run(const RunInfo& a, const RunInfo& b) {
+  const io::Summary &x = a.summary, &y = b.summary;
+  return a.readable && b.readable && a.run_id == b.run_id && a.key == b.key && a.seed == b.seed &&
+         a.status == b.status && same_figure(a.started, b.started) && same_figure(a.finished, b.finished) &&
+         x.updates == y.updates && same_figure(x.train_time_s, y.train_time_s) &&
+         same_figure(x.final_test_error, y.final_test_error) && same_figure(x.samples_per_s, y.samples_per_s);
+}
+
+}  // namespace
+
+std::vector<std::string> drop_copies(std::vector<RunInfo>& runs) {
+  std::vector<std::string> notes;
+  std::vector<RunInfo> kept;
+  kept.reserve(runs.size());
+  std::map<std::string, std::vector<std::size_t>> by_id;  // run id -> indices in kept
+  for (auto& r : runs) {
+    std::vector<std::size_t>& same_id = by_id[r.run_id];
+    const auto first = std::find_if(same_id.begin(), same_id.end(), [&](std::size_t k) { return same_run(kept[k], r); });
+    if (first == same_id.end()) {
+      same_id.push_back(kept.size());
+      kept.push_back(std::move(r));
+      continue;
+    }
+    notes.push_back(fmt::format("{}: a copy of {} (run {}: the same configuration, seed, training interval and "
+                                "summary); counted once",
+                                r.file, kept[*first].file, r.run_id));
+  }
+  runs = std::move(kept);
+  return notes;
 }
 
 std::vector<std::string> list_h5(const std::string& dir) {

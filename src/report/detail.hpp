@@ -82,6 +82,12 @@ void mark_overlaps(std::vector<RunInfo>& runs);
 // runs' timings were shared and with whom.
 std::string conditions_md(const std::vector<RunInfo>& runs);
 std::vector<RunInfo> load_runs(const std::vector<std::string>& files);
+// Copies of one results file (readable, the same run id, configuration, seed,
+// training start and end and summary figures) count once: the first in runs
+// stays, the others leave runs. Returns one line per copy left out, naming it
+// and the file kept. A copy counted again would be a second seed in every
+// mean and interval, and a run whose timing overlapped its own.
+std::vector<std::string> drop_copies(std::vector<RunInfo>& runs);
 
 // *.h5 files directly in dir, sorted by name. Throws asgd::Error if dir is
 // not a readable folder.

@@ -1,7 +1,9 @@
 // Measurement integrity in reports: which machine each run trained on, and
 // which runs trained at the same time on the same host (their timings fought
-// each other: `asgd sweep submit` with --overcommit, `sweep run --jobs 2`).
+// each other: `asgd sweep submit` with --overcommit, `sweep run --jobs 2`);
+// and `asgd validate`: each file against the results schema.
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -9,7 +11,10 @@
 #include <fmt/format.h>
 
 #include "common/cpu_name.hpp"
+#include "common/error.hpp"
+#include "io/results.hpp"
 #include "report/detail.hpp"
+#include "report/report.hpp"
 
 namespace asgd::report::detail {
 
@@ -83,3 +88,28 @@ std::string conditions_md(const std::vector<RunInfo>& runs) {
 }
 
 }  // namespace asgd::report::detail
+
+namespace asgd::report {
+
+int validate(const std::vector<std::string>& files) {
+  int invalid = 0;
+  for (const auto& f : files) {
+    std::string problem;
+    try {
+      const io::RunResult r = io::read_results(f);
+      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, r.status, r.summary.updates).c_str());
+      continue;
+    } catch (const Error& e) {
+      problem = e.what();
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    ++invalid;
+    if (problem.rfind(f + ": ", 0) == 0) problem.erase(0, f.size() + 2);  // the reader already names the file
+    std::printf("%s\n", fmt::format("{}: {}", f, problem).c_str());
+  }
+  std::fflush(stdout);
+  return invalid;
+}
+
+}  // namespace asgd::report

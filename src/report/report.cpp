@@ -343,18 +343,24 @@ std::string summary_md(const ReportOptions& opt, const std::string& suite, const
 
 // The plots, files and unreadable-files sections, and the definitions.
 std::string files_md(const ReportOptions& opt, const std::string& plot_problem, const std::vector<std::string>& pngs,
-                     const std::vector<RunInfo>& runs, const Counts& n) {
+                     const std::vector<RunInfo>& runs, const std::vector<std::string>& copies, const Counts& n) {
   std::string md = "## Plots\n\n";
   if (opt.plot_script.empty()) md += "Not made (no plot script given).\n";
   if (!plot_problem.empty()) md += "**The plot script failed:** " + plot_problem + ".\n";
   for (const auto& p : pngs) md += fmt::format("![{0}]({0})\n", p);
   md += "\n## Files\n\n"
-        "- [runs.csv](runs.csv): one row per results file (unreadable files included, with the reader's error)\n"
+        "- [runs.csv](runs.csv): one row per results file (unreadable files included, with the reader's error; "
+        "a copy of another file left out)\n"
         "- [speedup.csv](speedup.csv), [convergence.csv](convergence.csv): one row per configuration\n"
         "- [staleness.csv](staleness.csv): per run, the staleness histogram (`tau`, `count`) and per-learner "
         "gradient and sample counts\n";
   for (const auto& p : pngs) md += fmt::format("- [{0}]({0})\n", p);
   md += "\n";
+  if (!copies.empty()) {
+    md += "## Copies counted once\n\n";
+    for (const auto& c : copies) md += "- " + c + "\n";
+    md += "\n";
+  }
   if (n.unreadable) {
     md += "## Unreadable files\n\n";
     for (const auto& r : runs)
@@ -374,6 +380,7 @@ int write_report(const ReportOptions& opt) {
   auto out = [&](const char* name) { return (fs::path(out_dir) / name).string(); };
 
   std::vector<RunInfo> runs = load_runs(files);
+  const std::vector<std::string> copies = drop_copies(runs);
   mark_overlaps(runs);
   std::vector<ConfigGroup> groups = analyse(runs);
   mark_shared_speedups(groups, runs);
@@ -409,37 +416,19 @@ int write_report(const ReportOptions& opt) {
   md += predicted;
   md += conditions_md(runs);
   md += papers_section(groups, suite, opt.reference_dir, warnings);
-  md += files_md(opt, plot_problem, pngs, runs, n);
+  md += files_md(opt, plot_problem, pngs, runs, copies, n);
   write_file_atomic(out("report.md"), md);
 
+  for (const auto& c : copies) std::fprintf(stderr, "warning: %s\n", c.c_str());
   for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (!opt.quiet) {
-    std::printf("%s\n", fmt::format("report: {} runs ({} completed, {} diverged, {} failed) -> {}", runs.size(),
-                                    n.completed, n.diverged, n.failed, out("report.md"))
+    std::printf("%s\n", fmt::format("report: {} runs ({} completed, {} diverged, {} failed{}) -> {}", runs.size(),
+                                    n.completed, n.diverged, n.failed,
+                                    copies.empty() ? "" : fmt::format("; {} copies left out", copies.size()),
+                                    out("report.md"))
                             .c_str());
   }
   return static_cast<int>(runs.size());
-}
-
-int validate(const std::vector<std::string>& files) {
-  int invalid = 0;
-  for (const auto& f : files) {
-    std::string problem;
-    try {
-      const io::RunResult r = io::read_results(f);
-      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, r.status, r.summary.updates).c_str());
-      continue;
-    } catch (const Error& e) {
-      problem = e.what();
-    } catch (const std::exception& e) {
-      problem = e.what();
-    }
-    ++invalid;
-    if (problem.rfind(f + ": ", 0) == 0) problem.erase(0, f.size() + 2);  // the reader already names the file
-    std::printf("%s\n", fmt::format("{}: {}", f, problem).c_str());
-  }
-  std::fflush(stdout);
-  return invalid;
 }
 
 }  // namespace asgd::report

@@ -537,6 +537,34 @@ TEST(Report, OtherSettingsTellRowsApart) {
   EXPECT_FALSE(contains(md2, "other settings")) << md2;
 }
 
+// A copy of a results file (a backup beside it, two folders given that hold
+// the same file) is one run, not a second seed: it leaves the means, the
+// intervals and runs.csv, and report.md names it. A file with the same run id
+// but another seed is a run of its own.
+TEST(Report, CopiesOfAFileCountOnce) {
+  TempDir tmp("copies");
+  const fs::path runs = tmp.path() / "c" / "runs";
+  write_run(runs, Spec{.run_id = "a", .seed = 1, .final_error = 0.2});
+  write_run(runs, Spec{.run_id = "b", .seed = 2, .final_error = 0.4});
+  fs::copy_file(runs / "a.h5", runs / "a-copy.h5");
+  asgd::io::write_results((runs / "a-other.h5").string(), make_run(Spec{.run_id = "a", .seed = 3, .final_error = 0.3}));
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = (tmp.path() / "c").string();
+  opt.quiet = true;
+  ASSERT_EQ(asgd::report::write_report(opt), 3);
+  const fs::path out = tmp.path() / "c" / "report";
+  const auto conv = read_csv(out / "convergence.csv");
+  ASSERT_EQ(conv.size(), 1u);
+  EXPECT_EQ(conv[0].at("final_test_error_n"), "3");
+  EXPECT_NEAR(std::stod(conv[0].at("final_test_error_mean")), 0.3, 1e-12);
+  EXPECT_EQ(read_csv(out / "runs.csv").size(), 3u);
+  const std::string md = read_text(out / "report.md");
+  EXPECT_TRUE(contains(md, "## Copies counted once")) << md;
+  const std::string copy = (runs / "a.h5").string() + ": a copy of " + (runs / "a-copy.h5").string();
+  EXPECT_TRUE(contains(md, copy)) << md;
+  EXPECT_FALSE(contains(md, "a-other.h5: a copy")) << md;
+}
+
 TEST(Report, UnreadableFilesAreListedNotFatal) {
   TempDir tmp("bad");
   const fs::path suite = tmp.path() / "bad";
