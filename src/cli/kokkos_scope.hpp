@@ -1,6 +1,6 @@
 #pragma once
 // Kokkos lives exactly as long as a KokkosScope (views must die before
-// finalize). threads: --threads (common/blas_env.hpp: threads_per_rank).
+// finalize). threads: --threads (common/blas_env.hpp: kokkos_threads).
 #include <Kokkos_Core.hpp>
 
 #include "common/blas_env.hpp"
@@ -11,7 +11,7 @@ struct KokkosScope {
   explicit KokkosScope(int threads = 1) {
     Kokkos::InitArguments args;
     args.disable_warnings = true;
-    args.num_threads = threads_per_rank(threads);
+    args.num_threads = kokkos_threads(threads);
     Kokkos::initialize(args);
   }
   ~KokkosScope() { Kokkos::finalize(); }

@@ -39,6 +39,15 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
   if (cfg.virtual_learners && world_size() > 1)
     throw ps::CollectiveError("--virtual runs in one process: start it without mpiexec");
   if (!distributed) check(cfg);
+  {  // OMP_NUM_THREADS and the OpenMP runtime's limits: every rank checks its own, one line, exit 2
+    std::string problem;
+    try {
+      (void)kokkos_threads(cfg.threads);
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    ps::stop_if_any_failed(ps::Comm(MPI_COMM_WORLD), problem, "a rank's threads were refused");
+  }
   if (dry_run) {
     check(cfg);
     if (const auto problems = data_fit_problems(cfg); !problems.empty()) throw Error(problems.front());
@@ -93,6 +102,22 @@ int cmd_models(const std::string& which, const std::string& dataset) {
   return 0;
 }
 
+namespace {
+
+// ", 1 thread per call" (OpenMP builds: each Kokkos thread calls it alone),
+// ", 2 threads" (Serial builds: the BLAS's own threads); "" when not OpenBLAS.
+std::string blas_threads_text() {
+  const int n = blas_threads();
+  if (n <= 0) return "";
+#if defined(KOKKOS_ENABLE_OPENMP)
+  return fmt::format(", {} thread{} per call (each Kokkos thread calls it)", n, n == 1 ? "" : "s");
+#else
+  return fmt::format(", {} thread{}", n, n == 1 ? "" : "s");
+#endif
+}
+
+}  // namespace
+
 int cmd_info(bool as_json, int threads) {
   KokkosScope kokkos(threads);
   set_blas_threads(threads);
@@ -109,12 +134,12 @@ int cmd_info(bool as_json, int threads) {
     return 0;
   }
   fmt::print("asgd-bench {}\n  host    {}\n  CPU     {} ({} online, {} allowed; {})\n  memory  {:.1f} GiB "
-             "({:.1f} GiB available), load {:.2f} {:.2f} {:.2f}\n  Kokkos  {} ({} thread{})\n  BLAS    {}"
+             "({:.1f} GiB available), load {:.2f} {:.2f} {:.2f}\n  Kokkos  {} ({} thread{})\n  BLAS    {}{}"
              "\n  MPI     {}\n  HDF5    {}\n  OS      {}, {}\n",
              info.git_commit, info.host, info.cpu_model, info.cpus_online, info.cpus_allowed,
              fmt::join(info.cpu_flags, " "), info.mem_total_bytes / 1073741824.0,
              info.mem_available_bytes / 1073741824.0, info.load1, info.load5, info.load15,
-             info.kokkos_version, info.kokkos_concurrency, info.kokkos_concurrency == 1 ? "" : "s", info.blas, ps::mpi_library_version(),
+             info.kokkos_version, info.kokkos_concurrency, info.kokkos_concurrency == 1 ? "" : "s", info.blas, blas_threads_text(), ps::mpi_library_version(),
              io::hdf5_version(), info.os, info.kernel);
   if (!gpu::built_with_cuda()) {
     fmt::print("  CUDA    not built (cmake --preset cuda for --device cuda)\n");

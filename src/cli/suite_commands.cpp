@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "common/threads.hpp"
 #include "gpu/gpu.hpp"
 #include "report/report.hpp"
 #include "sweep/runner.hpp"
@@ -51,6 +52,7 @@ namespace {
 // device cuda needs a CUDA build (else every task fails), and a Slurm rank
 // gets cpus_per_rank CPUs (more threads than that would fight over them).
 void check_runnable(const sweep::Suite& s, bool slurm) {
+  if (!slurm) (void)threads_per_rank(1);  // the runs inherit OMP_NUM_THREADS: refused once, before any run
   for (const auto& r : s.runs) {
     if (r.config.device == "cuda" && !r.config.virtual_learners && !gpu::built_with_cuda())
       throw Error(fmt::format("{}: run {} has device cuda, but {} was built without CUDA: every run would fail "
@@ -85,6 +87,11 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
       fmt::print("shape {} ({} runs):\n", g.front()->shape, g.size());
       for (const auto* r : g) fmt::print("  {}\n", r->run_id);
     }
+    for (const auto& r : suite.runs)
+      if (r.config.threads > suite.resources.cpus_per_rank)
+        fmt::print("note: run {}: threads {} is more than resources.cpus_per_rank {}: `sweep submit` refuses "
+                   "this suite (`sweep run` runs it)\n",
+                   r.run_id, r.config.threads, suite.resources.cpus_per_rank);
     fmt::print("planned in {:.3f}s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return 0;

@@ -3,6 +3,9 @@
 #include "common/error.hpp"
 
 #include <Kokkos_Core.hpp>  // KOKKOS_ENABLE_OPENMP
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <omp.h>
+#endif
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -58,31 +61,17 @@ void ensure_blas_core(int /*argc*/, char** argv) {
   // execv only returns on failure: carry on with the slow kernel.
 }
 
-int threads_per_rank(int requested) {
+int kokkos_threads(int requested) {
+  const int threads = threads_per_rank(requested);
 #if defined(KOKKOS_ENABLE_OPENMP)
-  // OMP_NUM_THREADS, when set, must be whole numbers 1..kMaxThreadsPerRank
-  // (a list for nested levels): libgomp ignores a bad value with a warning of
-  // its own, and Kokkos' OpenMP backend crashes at start when the first level
-  // is above its pool (512 in Kokkos 3.4: OpenMPExec::MAX_THREAD_COUNT),
-  // whatever --threads asks for.
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    int first = 0;
-    for (const char* at = env;;) {
-      char* end = nullptr;
-      errno = 0;
-      const long t = std::strtol(at, &end, 10);
-      if (end == at || *at == '-' || *at == '+' || errno != 0 || t < 1 || t > kMaxThreadsPerRank ||
-          (*end != '\0' && *end != ','))
-        throw Error(fmt::format("OMP_NUM_THREADS '{}': want whole numbers in 1..{} (threads per rank)", env,
-                                kMaxThreadsPerRank));
-      if (first == 0) first = static_cast<int>(t);
-      if (*end == '\0') break;
-      at = end + 1;
-    }
-    if (requested == 1) return first;
-  }
+  if (omp_get_thread_limit() < threads)
+    throw Error(fmt::format("OMP_THREAD_LIMIT {} is below the {} threads per rank asked for (--threads or "
+                            "OMP_NUM_THREADS)",
+                            omp_get_thread_limit(), threads));
+  omp_set_dynamic(0);
+  if (omp_get_max_active_levels() < 1) omp_set_max_active_levels(1);
 #endif
-  return requested;
+  return threads;
 }
 
 void set_blas_threads(int threads) {
@@ -90,8 +79,13 @@ void set_blas_threads(int threads) {
   (void)threads;
   if (auto set = lookup<void (*)(int)>("openblas_set_num_threads")) set(1);
 #else
-  if (auto set = lookup<void (*)(int)>("openblas_set_num_threads")) set(threads);
+  if (auto set = lookup<void (*)(int)>("openblas_set_num_threads")) set(threads_per_rank(threads));
 #endif
+}
+
+int blas_threads() {
+  auto get = lookup<int (*)()>("openblas_get_num_threads");
+  return get == nullptr ? 0 : get();
 }
 
 std::string blas_info() {

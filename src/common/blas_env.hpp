@@ -8,23 +8,20 @@
 // ASGD_BLAS_AUTOTUNE=0 turns this off.
 #include <string>
 
+#include "common/threads.hpp"
+
 namespace asgd {
 
 // Call first in main(), before MPI or Kokkos start. Returns only if no
 // re-exec was needed (or possible).
 void ensure_blas_core(int argc, char** argv);
-// Threads per rank for Kokkos and the BLAS together, from --threads: the
-// requested count; on a Kokkos whose host backend is OpenMP, --threads 1 (the
-// default) defers to OMP_NUM_THREADS when that is set, so that
-// `OMP_NUM_THREADS=T asgd ...` and the Slurm scripts (which set it from the
-// suite's cpus_per_rank) use T threads. A Serial build always gets `requested`.
-// On an OpenMP build an OMP_NUM_THREADS that is not whole numbers in
-// 1..kMaxThreadsPerRank is refused (asgd::Error naming it).
-int threads_per_rank(int requested);
-// The most threads per rank: Kokkos 3.4's OpenMP backend holds at most 512
-// (OpenMPExec::MAX_THREAD_COUNT) and crashes beyond; --threads, a suite's
-// cpus_per_rank and OMP_NUM_THREADS are held to it on every build.
-inline constexpr int kMaxThreadsPerRank = 512;
+// threads_per_rank(requested), for Kokkos::initialize. On an OpenMP build it
+// also readies the OpenMP runtime for a pool of that size, which Kokkos 3.4
+// cannot start otherwise ("pool already exists", exit 1): dynamic thread
+// adjustment (OMP_DYNAMIC=true) is turned off, no active parallel level
+// (OMP_MAX_ACTIVE_LEVELS=0) becomes one, and an OMP_THREAD_LIMIT below the
+// count is refused (asgd::Error naming both).
+int kokkos_threads(int requested);
 // Sets OpenBLAS's thread count when OpenBLAS is the BLAS (no-op otherwise):
 // on a Serial Kokkos to threads_per_rank(threads); on an OpenMP Kokkos to 1,
 // because there the kernels split each GEMM over Kokkos' threads themselves
@@ -32,5 +29,7 @@ inline constexpr int kMaxThreadsPerRank = 512;
 void set_blas_threads(int threads);
 // "OpenBLAS 0.3.21 ... (core SkylakeX)" or "system BLAS (not OpenBLAS)".
 std::string blas_info();
+// OpenBLAS's thread count now; 0 when the BLAS is not OpenBLAS.
+int blas_threads();
 
 }  // namespace asgd

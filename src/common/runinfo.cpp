@@ -131,7 +131,7 @@ std::string machine_json(const RunInfo& info, const RunShape& shape) {
       {"cpus_online", info.cpus_online},
       {"cpus_allowed", info.cpus_allowed},
       {"ranks", shape.ranks},
-      {"threads_per_rank", shape.threads_per_rank},
+      {"threads_per_rank", threads_per_rank(shape.threads_per_rank)},  // what ran, OMP_NUM_THREADS included
       {"mem_total_bytes", info.mem_total_bytes},
       {"mem_available_bytes", info.mem_available_bytes},
       {"load_at_start", {info.load1, info.load5, info.load15}},

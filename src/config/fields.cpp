@@ -229,7 +229,9 @@ std::vector<Field<C>> schedule_fields() {
 // Where it computes and where its files go.
 std::vector<Field<C>> placement_fields() {
   return {
-      {.key = "threads", .member = &C::threads, .option = {"--threads", "BLAS threads per rank"},
+      {.key = "threads",
+       .member = &C::threads,
+       .option = {"--threads", "Threads per rank for Kokkos and the BLAS (1: OMP_NUM_THREADS when set)"},
        .check = [](const C& c, Problems& p) {
          need(p, c.threads >= 1 && c.threads <= kMaxThreads,
               fmt::format("threads {} must be in 1..{}", c.threads, kMaxThreads));

@@ -142,39 +142,6 @@ std::vector<RunInfo> load_all(const Input& in) {
   return runs;
 }
 
-// "CPU model (BLAS kernel K)" of each side; refuses (asgd::Error) when the
-// sides differ, unless opt.across_machines (then says so). Unknown machines
-// (files, or benchmark outputs, without a record) are not held against a side.
-void check_same_machine(const std::set<std::string>& base, const std::set<std::string>& cand,
-                        const CompareOptions& opt) {
-  if (base.empty() || cand.empty() || base == cand) return;
-  const std::string why = fmt::format(
-      "the baseline ran on {} and the candidate on {}: a speed difference between machines is not a "
-      "regression of the code",
-      fmt::join(base, " + "), fmt::join(cand, " + "));
-  if (!opt.across_machines)
-    throw Error("compare: " + why + " (--across-machines compares them anyway)");
-  std::printf("note: %s; compared anyway (--across-machines)\n", why.c_str());
-}
-
-std::set<std::string> machines(const std::vector<RunInfo>& runs) {
-  std::set<std::string> out;
-  for (const auto& r : runs)
-    if (r.mode == "real" && !r.cpu_model.empty())
-      out.insert(fmt::format("{} (BLAS kernel {})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel));
-  return out;
-}
-
-std::set<std::string> machines(const json& doc) {
-  std::set<std::string> out;
-  if (!doc.contains("context") || !doc["context"].is_object()) return out;
-  const json& c = doc["context"];
-  if (c.contains("asgd_cpu_model") && c["asgd_cpu_model"].is_string())
-    out.insert(fmt::format("{} (BLAS kernel {})", c["asgd_cpu_model"].get<std::string>(),
-                           c.value("asgd_blas_kernel", std::string("unknown"))));
-  return out;
-}
-
 // The config fields every run of both sides has (less kNonKeyFields), so
 // that a field added by a newer build does not make every configuration "new".
 std::set<std::string> shared_fields(const std::vector<RunInfo>& base, const std::vector<RunInfo>& cand) {
@@ -290,6 +257,7 @@ Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOption
   if (base.empty()) throw Error("compare: no results file in the baseline");
   if (cand.empty()) throw Error("compare: no results file in the candidate");
   check_same_machine(machines(base), machines(cand), opt);
+  check_same_execution(executions(base), executions(cand), opt);
   const Matched m = match_configs(base, cand);
   Verdicts v;
   for (const auto& [name, k] : m.order) {
@@ -388,6 +356,7 @@ std::vector<double> bench_values(const std::vector<json>& rows, const std::strin
 Verdicts compare_bench(const Input& bin, const std::string& bpath, const Input& cin, const std::string& cpath,
                        const CompareOptions& opt) {
   check_same_machine(machines(bin.doc), machines(cin.doc), opt);
+  check_same_execution(executions(bin.doc), executions(cin.doc), opt);
   const auto base = bench_series(bin.doc, bpath), cand = bench_series(cin.doc, cpath);
   std::set<std::string> names;
   for (const auto& [n, s] : base) names.insert(n);

@@ -3,12 +3,14 @@
 // facts read from a results file, configuration keys, aggregated cells,
 // tables (CSV and Markdown), atomic file writes and running the plot script.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "io/results.hpp"
+#include "report/report.hpp"
 #include "report/stats.hpp"
 
 namespace asgd::report::detail {
@@ -49,6 +51,8 @@ struct RunInfo {
   std::string timing_model;
   // where and when it trained (results' `machine`, train_started/finished)
   std::string host, cpu_model, cpu, blas_kernel;  // cpu: short model ("Xeon 8375C")
+  std::string backend;                            // Kokkos' host backend ("OpenMP"); "" not recorded
+  int threads = 0;                                // threads per rank that ran; 0: not recorded
   double started = kNaN, finished = kNaN;          // Unix seconds; NaN: not recorded
   std::vector<std::string> shared_with;           // run ids whose training overlapped on this host
   bool timing_shared() const { return !shared_with.empty(); }
@@ -78,6 +82,21 @@ void read_machine(RunInfo& info, const io::RunResult& r);
 // (each one's shared_with lists the others): their timings were shared.
 // Virtual runs are left alone (their clock is modelled).
 void mark_overlaps(std::vector<RunInfo>& runs);
+// "Kokkos OpenMP, 2 threads per rank"; "" when the file does not record both.
+std::string execution_label(const RunInfo& r);
+// `asgd compare`'s machine check: "CPU model (BLAS kernel K)" of each side's
+// real runs or benchmark context (machines), "Kokkos B, T threads per rank"
+// (executions); check_same_* refuse (asgd::Error) when the sides differ,
+// unless opt.across_machines (then a note). A side without a record is not
+// held against the other.
+std::set<std::string> machines(const std::vector<RunInfo>& runs);
+std::set<std::string> machines(const json& doc);
+std::set<std::string> executions(const std::vector<RunInfo>& runs);
+std::set<std::string> executions(const json& doc);
+void check_same_machine(const std::set<std::string>& base, const std::set<std::string>& cand,
+                        const CompareOptions& opt, const char* how = "on", const char* between = "machines");
+void check_same_execution(const std::set<std::string>& base, const std::set<std::string>& cand,
+                          const CompareOptions& opt);
 // The "Measurement conditions" section of report.md: machines, and which
 // runs' timings were shared and with whom.
 std::string conditions_md(const std::vector<RunInfo>& runs);

@@ -1,6 +1,7 @@
 // Measurement integrity in reports: which machine each run trained on, and
 // which runs trained at the same time on the same host (their timings fought
 // each other: `asgd sweep submit` with --overcommit, `sweep run --jobs 2`);
+// `asgd compare`'s check that both sides ran on one machine, the same way;
 // and `asgd validate`: each file against the results schema.
 #include <algorithm>
 #include <cstdio>
@@ -30,6 +31,18 @@ void read_machine(RunInfo& info, const io::RunResult& r) {
   }
   if (m.contains("blas") && m["blas"].is_string()) info.blas_kernel = blas_kernel(m["blas"].get<std::string>());
   if (m.contains("host") && m["host"].is_string() && info.host.empty()) info.host = m["host"].get<std::string>();
+  if (m.contains("kokkos") && m["kokkos"].is_object() && m["kokkos"].contains("backend") &&
+      m["kokkos"]["backend"].is_string())
+    info.backend = m["kokkos"]["backend"].get<std::string>();
+  if (m.contains("threads_per_rank") && m["threads_per_rank"].is_number_integer()) {
+    const auto t = m["threads_per_rank"].get<std::int64_t>();
+    info.threads = t >= 1 && t <= 1 << 20 ? static_cast<int>(t) : 0;
+  }
+}
+
+std::string execution_label(const RunInfo& r) {
+  if (r.backend.empty() || r.threads < 1) return "";
+  return fmt::format("Kokkos {}, {} thread{} per rank", r.backend, r.threads, r.threads == 1 ? "" : "s");
 }
 
 void mark_overlaps(std::vector<RunInfo>& runs) {
@@ -58,7 +71,9 @@ std::string conditions_md(const std::vector<RunInfo>& runs) {
     if (r.cpu.empty()) {
       ++unknown;
     } else {
-      machines[fmt::format("{} (BLAS kernel {})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel)] += 1;
+      const std::string how = execution_label(r);
+      machines[fmt::format("{} (BLAS kernel {}{})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel,
+                           how.empty() ? "" : "; " + how)] += 1;
     }
     if (r.mode != "real") continue;
     ++real;
@@ -85,6 +100,61 @@ std::string conditions_md(const std::vector<RunInfo>& runs) {
         md += fmt::format("  - `{}` on {}: overlapped `{}`\n", r.run_id, r.host, fmt::join(r.shared_with, "`, `"));
   }
   return md + "\n";
+}
+
+// "CPU model (BLAS kernel K)" of each side (or, with how "with", "Kokkos B,
+// T threads per rank"); refuses (asgd::Error) when the sides differ, unless
+// opt.across_machines (then says so). Unknown machines (files, or benchmark
+// outputs, without a record) are not held against a side.
+void check_same_machine(const std::set<std::string>& base, const std::set<std::string>& cand,
+                        const CompareOptions& opt, const char* how, const char* between) {
+  if (base.empty() || cand.empty() || base == cand) return;
+  const std::string why = fmt::format(
+      "the baseline ran {2} {0} and the candidate {2} {1}: a speed difference between {3} is not a "
+      "regression of the code",
+      fmt::join(base, " + "), fmt::join(cand, " + "), how, between);
+  if (!opt.across_machines)
+    throw Error("compare: " + why + " (--across-machines compares them anyway)");
+  std::printf("note: %s; compared anyway (--across-machines)\n", why.c_str());
+}
+
+std::set<std::string> machines(const std::vector<RunInfo>& runs) {
+  std::set<std::string> out;
+  for (const auto& r : runs)
+    if (r.mode == "real" && !r.cpu_model.empty())
+      out.insert(fmt::format("{} (BLAS kernel {})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel));
+  return out;
+}
+
+// How each side ran: Kokkos backend and threads per rank (runs recording both).
+std::set<std::string> executions(const std::vector<RunInfo>& runs) {
+  std::set<std::string> out;
+  for (const auto& r : runs)
+    if (r.mode == "real" && !execution_label(r).empty()) out.insert(execution_label(r));
+  return out;
+}
+
+std::set<std::string> executions(const json& doc) {
+  std::set<std::string> out;
+  if (doc.contains("context") && doc["context"].is_object() && doc["context"].contains("asgd_execution") &&
+      doc["context"]["asgd_execution"].is_string())
+    out.insert(doc["context"]["asgd_execution"].get<std::string>());
+  return out;
+}
+
+void check_same_execution(const std::set<std::string>& base, const std::set<std::string>& cand,
+                          const CompareOptions& opt) {
+  check_same_machine(base, cand, opt, "with", "thread counts or Kokkos backends");
+}
+
+std::set<std::string> machines(const json& doc) {
+  std::set<std::string> out;
+  if (!doc.contains("context") || !doc["context"].is_object()) return out;
+  const json& c = doc["context"];
+  if (c.contains("asgd_cpu_model") && c["asgd_cpu_model"].is_string())
+    out.insert(fmt::format("{} (BLAS kernel {})", c["asgd_cpu_model"].get<std::string>(),
+                           c.value("asgd_blas_kernel", std::string("unknown"))));
+  return out;
 }
 
 }  // namespace asgd::report::detail

@@ -50,7 +50,8 @@ Table runs_table(const std::vector<RunInfo>& runs) {
   t.header = {"run_id", "model", "mode", "protocol", "learners", "n", "n_sync", "lr_policy", "batch", "seed",
               "status", "updates", "epochs", "train_time_s", "samples_per_s", "final_test_error",
               "best_test_error", "time_to_target_s", "mean_tau", "smoothed_train_error", "file", "config",
-              "error", "host", "cpu", "blas_kernel", "train_started", "train_finished", "timing"};
+              "error", "host", "cpu", "blas_kernel", "train_started", "train_finished", "timing", "backend",
+              "threads_per_rank"};
   for (const auto& r : runs) {
     if (!r.readable) {
       std::vector<std::string> row(t.header.size());
@@ -69,7 +70,8 @@ Table runs_table(const std::vector<RunInfo>& runs) {
                       num(s.train_time_s), num(s.samples_per_s), run_error_cell(r, s.final_test_error),
                       run_error_cell(r, s.best_test_error), run_error_cell(r, s.time_to_target_s), num(r.mean_tau),
                       run_error_cell(r, r.smoothed_train_error), r.file, r.config_id, "", r.host, r.cpu,
-                      r.blas_kernel, num(r.started), num(r.finished), timing_cell(r)});
+                      r.blas_kernel, num(r.started), num(r.finished), timing_cell(r), r.backend,
+                      r.threads > 0 ? std::to_string(r.threads) : ""});
   }
   return t;
 }

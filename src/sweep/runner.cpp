@@ -22,6 +22,7 @@
 #include "common/files.hpp"
 #include "common/process.hpp"
 #include "common/text.hpp"
+#include "common/threads.hpp"
 #include "io/results.hpp"
 #include "io/run_lock.hpp"
 
@@ -197,7 +198,7 @@ class LocalRun {
  private:
   struct Active {
     std::size_t index;
-    int ranks;
+    int cores;  // ranks x threads per rank
     Clock::time_point start;
   };
 
@@ -213,11 +214,14 @@ class LocalRun {
     return 128 + sig;
   }
 
-  // Starts what fits: at most `jobs` runs, at most `cores` ranks (one run always fits).
+  // Starts what fits: at most `jobs` runs, at most `cores` cores, a run taking
+  // ranks x threads per rank (OMP_NUM_THREADS, which the runs inherit,
+  // included; one run always fits).
   void start_what_fits() {
     while (next_ < todo_.size() && static_cast<int>(active_.size()) < opt_.jobs) {
       const Run& r = s_.runs[todo_[next_]];
-      if (!active_.empty() && used_ + r.ranks > cores_) break;
+      const int need = r.ranks * threads_per_rank(r.config.threads);
+      if (!active_.empty() && used_ + need > cores_) break;
       // another runner may have taken (or finished) it since the start
       if (const RunState st = run_state(r, p_); st == RunState::running || st == RunState::done ||
                                                 st == RunState::diverged) {
@@ -238,8 +242,8 @@ class LocalRun {
         fmt::print("[{}/{}] {} failed to start: {}\n", finished_, todo_.size(), r.run_id, e.what());
         continue;
       }
-      active_[pid] = {todo_[next_], r.ranks, Clock::now()};
-      used_ += r.ranks;
+      active_[pid] = {todo_[next_], need, Clock::now()};
+      used_ += need;
       ++next_;
       fmt::print("[{}/{}] started {} ({} rank{})\n", next_, todo_.size(), r.run_id, r.ranks, r.ranks == 1 ? "" : "s");
       std::fflush(stdout);
@@ -251,7 +255,7 @@ class LocalRun {
     if (it == active_.end()) return;
     const Active a = it->second;
     active_.erase(it);
-    used_ -= a.ranks;
+    used_ -= a.cores;
     ++finished_;
     const double took = std::chrono::duration<double>(Clock::now() - a.start).count();
     busy_s_ += took;

@@ -63,6 +63,32 @@ void check_script_value(const std::string& what, const std::string& s) {
 
 // Every value is checked for control characters here (naming file:line: key)
 // and quoted where it is written (slurm.hpp).
+
+namespace {
+
+// Why a site's extra sbatch entry cannot go into the scripts ("" if it can):
+// one option per entry, written --name or --name=value; none of the options
+// asgd writes itself from the suite (a second --cpus-per-task would change the
+// allocation under OMP_NUM_THREADS) and no --export (the tasks need the
+// submitting shell's environment: PATH, the modules).
+std::string sbatch_entry_problem(const std::string& e) {
+  static const char* const kOwn[] = {"account", "array",  "cpus-per-task", "gpus",      "job-name",
+                                     "ntasks",  "output", "partition",     "time",      "export"};
+  const std::string name =
+      e.compare(0, 2, "--") != 0 ? "" : e.substr(2, e.find('=') == std::string::npos ? std::string::npos : e.find('=') - 2);
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
+    return "write one option per entry, as --name or --name=value (long names, no short forms)";
+  for (const char* own : kOwn)
+    if (name == own)
+      return name == std::string("export")
+                 ? "--export is not allowed: the tasks need the submitting shell's environment"
+                 : fmt::format("asgd writes --{} itself (from the suite and the site's own keys); remove this entry",
+                               name);
+  return "";
+}
+
+}  // namespace
+
 Site load_site(const std::string& dir, const std::string& name) {
   check_script_value("--site", name);
   const fs::path path = fs::path(dir) / (name + ".yaml");
@@ -90,7 +116,12 @@ Site load_site(const std::string& dir, const std::string& name) {
       else if (key == "account") s.account = scalar();
       else if (key == "mpi") s.mpi = scalar();
       else if (key == "modules") s.modules = list();
-      else if (key == "sbatch") s.sbatch = list();
+      else if (key == "sbatch") {
+        s.sbatch = list();
+        for (std::size_t i = 0; i < s.sbatch.size(); ++i)
+          if (auto p = sbatch_entry_problem(s.sbatch[i]); !p.empty())
+            problems.push_back(fmt::format("{}[{}] '{}': {}", where, i, s.sbatch[i], p));
+      }
       else if (key == "gpus_per_node") s.gpus_per_node = kv.second.as<int>();
       else if (key == "exclusive") s.exclusive = kv.second.as<bool>();
       else if (key == "max_parallel_tasks") {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/blas_env.hpp"
+#include "common/error.hpp"
 #include "common/runinfo.hpp"
 #include "kernels/kernels.hpp"
 #include "nn/model.hpp"
@@ -275,21 +276,26 @@ int take_threads(int& argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     int used = 0;
-    if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[i + 1]);
-      used = 2;
+    std::string value;
+    if (a == "--threads") {
+      value = i + 1 < argc ? argv[i + 1] : "";
+      used = i + 1 < argc ? 2 : 1;
     } else if (a.rfind("--threads=", 0) == 0) {
-      threads = std::atoi(a.c_str() + 10);
+      value = a.substr(10);
       used = 1;
     }
     if (used == 0) continue;
+    const bool digits = !value.empty() && value.size() <= 4 &&
+                        value.find_first_not_of("0123456789") == std::string::npos;
+    threads = digits ? std::stoi(value) : 0;
+    if (threads < 1 || threads > asgd::kMaxThreadsPerRank) {
+      fmt::print(stderr, "asgd_micro: --threads '{}': want a whole number in 1..{}\n", value,
+                 asgd::kMaxThreadsPerRank);
+      std::exit(2);
+    }
     for (int j = i; j + used <= argc; ++j) argv[j] = argv[j + used];
     argc -= used;
     --i;
-  }
-  if (threads < 1 || threads > 1024) {
-    fmt::print(stderr, "asgd_micro: --threads must be in 1..1024\n");
-    std::exit(2);
   }
   return threads;
 }
@@ -316,12 +322,17 @@ class Reporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   asgd::ensure_blas_core(argc, argv);
   const int threads = take_threads(argc, argv);
-  g_threads = asgd::threads_per_rank(threads);
+  try {  // OMP_NUM_THREADS and the OpenMP runtime's limits, as `asgd train` checks them
+    g_threads = asgd::kokkos_threads(threads);
+  } catch (const asgd::Error& e) {
+    fmt::print(stderr, "asgd_micro: {}\n", e.what());
+    return 2;
+  }
   asgd::set_blas_threads(threads);
   {
     Kokkos::InitArguments args;
     args.disable_warnings = true;
-    args.num_threads = asgd::threads_per_rank(threads);
+    args.num_threads = g_threads;
     Kokkos::initialize(args);
   }
   int rc = 0;
@@ -334,6 +345,9 @@ int main(int argc, char** argv) {
       const std::string kernel = asgd::blas_kernel(info.blas);
       benchmark::AddCustomContext("asgd_blas_kernel", kernel.empty() ? "unknown" : kernel);
       benchmark::AddCustomContext("asgd_commit", info.git_commit);
+      benchmark::AddCustomContext("asgd_execution", fmt::format("Kokkos {}, {} thread{} per rank",
+                                                                info.kokkos_backend, g_threads,
+                                                                g_threads == 1 ? "" : "s"));
       benchmark::AddCustomContext("asgd_kokkos", fmt::format("{} ({} threads)", info.kokkos_version,
                                                              info.kokkos_concurrency));
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bad inputs an exploratory review found (session 9) that the other
+# The bad inputs exploratory reviews found (sessions 9 and 10) that the other
 # scripts did not cover: each gets ONE line naming it and exit 2, before any
 # work; and two `sweep run`s of one suite share its runs without a failure.
 #   usage: review_inputs.sh ASGD_BINARY
@@ -99,9 +99,11 @@ for bad in -5 0 '"abc"'; do
   expect_error "compare: benchmark real_time $bad" "c.json: benchmark x: real_time" -- "$asgd" compare "$work/b.json" "$work/c.json"
 done
 
-# OpenMP builds: OMP_NUM_THREADS is checked (libgomp may warn first: only asgd's line counted)
-if "$asgd" info 2>/dev/null | grep -q "(OpenMP)"; then
-  for v in 0 abc 1024; do
+# OMP_NUM_THREADS is checked on every build (an OpenMP build's libgomp may warn first: only asgd's line counted)
+openmp=0
+"$asgd" info 2>/dev/null | grep -q "(OpenMP)" && openmp=1
+if true; then
+  for v in 0 abc 1024 "2,x"; do
     OMP_NUM_THREADS=$v timeout 60 "$asgd" info >"$work/out" 2>"$work/err"
     rc=$?
     if (( rc == 2 )) && [[ $(grep -c "^asgd: error: OMP_NUM_THREADS '$v': want whole numbers in 1..512" "$work/err") == 1 ]]; then
@@ -111,6 +113,70 @@ if "$asgd" info 2>/dev/null | grep -q "(OpenMP)"; then
     fi
   done
 fi
+
+# session 10's review: threads that ran, the OpenMP runtime's limits, asgd_micro, site sbatch entries
+micro=$(dirname "$asgd")/asgd_micro
+json_threads=$(OMP_NUM_THREADS=2 "$asgd" info --json 2>/dev/null | grep -o '"threads_per_rank": [0-9]*')
+[[ $json_threads == '"threads_per_rank": 2' ]] && pass "OMP_NUM_THREADS=2: the machine record says 2 threads per rank" ||
+  fail "OMP_NUM_THREADS=2: info --json says '$json_threads'"
+if (( openmp )); then
+  expect_error "OMP_THREAD_LIMIT below --threads" "OMP_THREAD_LIMIT 1 is below the 2 threads per rank" -- \
+    env OMP_THREAD_LIMIT=1 "$asgd" info --threads 2
+  expect_error "OMP_THREAD_LIMIT below OMP_NUM_THREADS, in train" "OMP_THREAD_LIMIT 1 is below the 2 threads per rank" -- \
+    env OMP_THREAD_LIMIT=1 OMP_NUM_THREADS=2 "$asgd" train "${syn[@]}"
+  for e in OMP_DYNAMIC=true OMP_MAX_ACTIVE_LEVELS=0; do
+    if [[ $(env "$e" timeout 60 "$asgd" info --threads 2 2>"$work/err") == *"(OpenMP) (2 threads)"* ]]; then
+      pass "$e: Kokkos starts its 2 threads"
+    else
+      fail "$e: $(head -c 300 "$work/err")"
+    fi
+  done
+else
+  [[ $(OMP_NUM_THREADS=2 "$asgd" info 2>/dev/null) == *", 2 threads"$'\n'* ]] && pass "Serial: OMP_NUM_THREADS=2 gives the BLAS 2 threads" ||
+    fail "Serial: OMP_NUM_THREADS=2: $(OMP_NUM_THREADS=2 "$asgd" info 2>&1 | grep BLAS)"
+fi
+OMP_NUM_THREADS=abc timeout 60 "$asgd" train "${syn[@]}" --dry-run >"$work/out" 2>"$work/err"
+rc=$?
+if (( rc == 2 )) && [[ $(grep -c "^asgd: error: OMP_NUM_THREADS 'abc'" "$work/err") == 1 ]]; then
+  pass "train --dry-run checks OMP_NUM_THREADS"
+else
+  fail "train --dry-run with OMP_NUM_THREADS=abc: rc=$rc $(head -c 300 "$work/err")"
+fi
+OMP_NUM_THREADS=513 timeout 60 "$asgd" sweep run "$work/s1.yaml" --results "$work/omp513" >"$work/out" 2>"$work/err"
+rc=$?
+if (( rc == 2 )) && grep -q "^asgd: error: OMP_NUM_THREADS '513'" "$work/err" && [[ ! -e $work/omp513/s1/runs ]]; then
+  pass "sweep run: OMP_NUM_THREADS=513 refused before any run"
+else
+  fail "sweep run with OMP_NUM_THREADS=513: rc=$rc $(head -c 300 "$work/err")"
+fi
+if [[ -x $micro ]]; then
+  expect_error "asgd_micro: threads beyond the pool" "asgd_micro: --threads '600': want a whole number in 1..512" -- "$micro" --threads 600
+  expect_error "asgd_micro: threads not a number" "asgd_micro: --threads '2x'" -- "$micro" --threads 2x
+  OMP_NUM_THREADS=abc timeout 60 "$micro" --threads 2 >"$work/out" 2>"$work/err"
+  rc=$?
+  if (( rc == 2 )) && [[ $(grep -c "^asgd_micro: OMP_NUM_THREADS 'abc'" "$work/err") == 1 ]] && ! grep -q terminate "$work/err"; then
+    pass "asgd_micro: OMP_NUM_THREADS=abc refused"
+  else
+    fail "asgd_micro: OMP_NUM_THREADS=abc: rc=$rc $(head -c 300 "$work/err")"
+  fi
+fi
+mkdir -p "$work/sb/sites"
+sb=0
+for entry in '"-c 3"' '"--cpus-per-task=8"' '"--ntasks=2"' '"--export=NONE"' '"--cpus-per-task 8"'; do
+  sb=$((sb + 1))
+  printf 'description: t\nsbatch: ["--exclusive", %s]\n' "$entry" >"$work/sb/sites/s$sb.yaml"
+  expect_error "site: sbatch entry $entry" "s$sb.yaml:2: sbatch\[1\] '${entry//\"/}': " -- \
+    "$asgd" sweep submit "$work/s1.yaml" --sites-dir "$work/sb/sites" --site "s$sb" --dry-run --results "$work/sb/r"
+done
+printf 'description: t\nsbatch: ["--exclusive", "--comment=a b", "--mem=4G"]\n' >"$work/sb/sites/good.yaml"
+"$asgd" sweep submit "$work/s1.yaml" --sites-dir "$work/sb/sites" --site good --dry-run --results "$work/sb/r" >/dev/null 2>&1 &&
+  pass "site: --exclusive, --comment with a space, --mem accepted" || fail "site: good sbatch entries refused"
+"$asgd" sweep plan "$work/t8.yaml" >"$work/out" 2>&1 && grep -q "^note: run .*: threads 8 is more than resources.cpus_per_rank 2: .sweep submit. refuses" "$work/out" &&
+  pass "plan says submit would refuse threads above cpus_per_rank" || fail "plan t8: $(head -c 300 "$work/out")"
+mkdir -p "$work/cmp/cand2"
+OMP_NUM_THREADS=2 "$asgd" train "${syn[@]}" --max-steps 2 --results "$work/cmp/cand2" --run-id a >/dev/null 2>&1 || fail "compare's 2-thread run"
+expect_error "compare: 1 thread against 2" "baseline ran with Kokkos .*, 1 thread per rank and the candidate with Kokkos .*, 2 threads per rank" -- \
+  "$asgd" compare "$work/cmp/base/s" "$work/cmp/cand2/s"
 
 # two runners of one suite: each run trained once, nothing counted failed, no log cut
 printf 'name: conc\nmode: real\nbase: {model: lenet, dataset: {kind: synthetic, shape: [28, 28, 1], n_train: 2048, n_test: 64}, batch: 32, epochs: 1}\nseeds: [1, 2, 3]\n' \

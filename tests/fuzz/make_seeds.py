@@ -247,7 +247,8 @@ def sbatch_seeds(s: Seeds):
         out_front = b"".join(piece(x.encode()) for x in front)
         mods = b"".join(piece(x.encode()) for x in modules)
         sbs = b"".join(piece(x.encode()) for x in sbatch)
-        back_bytes = bytes(back) + bytes([len(modules)]) + bytes([len(sbatch)])
+        # each sbatch entry: a bool first (0: the entry as given, no "--comment=" put before it)
+        back_bytes = bytes(back) + bytes([len(modules)]) + bytes([len(sbatch)]) + bytes(len(sbatch))
         # integers are read from the end: the first one read is the last byte
         return out_front + mods + sbs + bytes(reversed(back_bytes))
 
