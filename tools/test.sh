@@ -31,6 +31,9 @@ done
 tools/setup.sh --slurm
 jobs=$(nproc)
 export OPENBLAS_NUM_THREADS=1
+# --threads 1 defers to OMP_NUM_THREADS on every build: the tests set their own
+# thread counts (the openmp preset: 2), none inherited from the calling shell.
+unset OMP_NUM_THREADS OMP_THREAD_LIMIT OMP_DYNAMIC OMP_MAX_ACTIVE_LEVELS
 
 if (( asan )); then
   echo "== asan preset: unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
