@@ -92,6 +92,8 @@ std::string read_text_file(const std::string& path, const std::string& kind, con
   if (::stat(path.c_str(), &st) != 0)
     throw Error(fmt::format("{}: cannot open {}: {}", shown, kind, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a folder, not a {}", shown, kind));
+  if (!S_ISREG(st.st_mode))
+    throw Error(fmt::format("{}: is not a regular file (a device, pipe or socket), not a {}", shown, kind));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("{}: cannot open {}: {}", shown, kind, std::strerror(errno)));
   std::string text;

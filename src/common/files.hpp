@@ -18,10 +18,11 @@ void write_file_atomic(const std::string& path, const std::string& content, bool
 // work: creates and removes the temporary file.
 void check_writable(const std::string& path);
 
-// The whole of a small text input file (a suite, site, profile or config):
-// throws asgd::Error "<shown>: ..." when path is missing, a folder ("is a
-// folder, not a <kind>"), unreadable (a device such as /proc/self/mem), or
-// larger than max_bytes (/dev/zero: read up to the limit, then refused).
+// The whole of a small text input file (a suite, site, profile, config or
+// benchmark JSON): throws asgd::Error "<shown>: ..." when path is missing, a
+// folder ("is a folder, not a <kind>"), not a regular file (a device such as
+// /dev/zero, a pipe, which could block forever, a socket), unreadable
+// (/proc/self/mem), or larger than max_bytes.
 inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
 std::string read_text_file(const std::string& path, const std::string& kind, const std::string& shown,
                            std::size_t max_bytes = kMaxInputFileBytes);

@@ -285,12 +285,14 @@ void atomic_write(const std::string& path, const std::function<void(const Loc&)>
 
 void read_file(const std::string& path, const std::function<void(const Loc&)>& fn) {
   quiet_errors();
+  // stat(2) before open(2): opening a pipe with no writer would block forever.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": cannot open: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a file");
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file (a device, pipe or socket)");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": cannot open: " + errno_text(errno));
-  struct stat st {};
-  const int stat_rc = ::fstat(fd, &st);
   ::close(fd);
-  if (stat_rc == 0 && S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a file");
   try {
     File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     if (!file.valid()) throw Error(with_detail("not a readable HDF5 file"));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace asgd::io {
@@ -282,6 +283,17 @@ void first_bad_row(Problems& p, const char* table, std::size_t n, const char* co
     }
 }
 
+// The config fields reports read as counts: learners (1..65536, as train
+// allows) and batch (>= 1), when present (older files may lack one).
+void config_problems(const std::string& config_json, Problems& p) {
+  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  if (!j.is_object()) return;
+  for (const auto& [key, most] : {std::pair<const char*, std::int64_t>{"learners", 65536}, {"batch", 1LL << 40}})
+    if (j.contains(key) &&
+        (!j[key].is_number_integer() || j[key].get<std::int64_t>() < 1 || j[key].get<std::int64_t>() > most))
+      p.push_back(fmt::format("config {} {} is not a whole number in 1..{}", key, cut(j[key].dump()), most));
+}
+
 // Status, mode, run id, the JSON attributes and the training interval.
 void header_problems(const RunResult& r, Problems& p) {
   auto need = [&](bool ok, const std::string& msg) {
@@ -291,9 +303,12 @@ void header_problems(const RunResult& r, Problems& p) {
        "status \"" + cut(r.status) + "\" is not completed, diverged or failed");
   need(r.mode == "real" || r.mode == "virtual", "mode \"" + cut(r.mode) + "\" is not real or virtual");
   need(!r.run_id.empty() && r.run_id.find('/') == std::string::npos && r.run_id != "." &&
-           r.run_id != "..",
+           r.run_id != ".." && std::none_of(r.run_id.begin(), r.run_id.end(), [](char c) {
+             return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+           }),
        "run_id \"" + cut(r.run_id) + "\" is not a file name");
   need(is_json_object(r.config_json), "config is not a JSON object: \"" + cut(r.config_json) + "\"");
+  config_problems(r.config_json, p);
   need(is_json_object(r.timing_model_json),
        "timing_model is not a JSON object: \"" + cut(r.timing_model_json) + "\"");
   need(is_json_object(r.machine_json), "machine is not a JSON object: \"" + cut(r.machine_json) + "\"");
@@ -326,8 +341,8 @@ void series_problems(const RunResult& r, Problems& p) {
   const auto& e = r.evals;
   rows("/evals", e.size(), "epoch", [&](std::size_t i) { return !time_ok(e[i].epoch); },
        [&](std::size_t i) { return fmt_d(e[i].epoch) + " is not a finite count >= 0"; });
-  rows("/evals", e.size(), "clock", [&](std::size_t i) { return e[i].clock < 0; },
-       [&](std::size_t i) { return std::to_string(e[i].clock) + " is negative"; });
+  rows("/evals", e.size(), "clock", [&](std::size_t i) { return e[i].clock < 0 || (i > 0 && e[i].clock < e[i - 1].clock); },
+       [&](std::size_t i) { return std::to_string(e[i].clock) + " is negative or goes backwards"; });
   rows("/evals", e.size(), "wall_s", [&](std::size_t i) { return !time_ok(e[i].wall_s); },
        [&](std::size_t i) { return fmt_d(e[i].wall_s) + " is not a time"; });
   rows("/evals", e.size(), "test_error", [&](std::size_t i) { return !fraction_ok(e[i].test_error); },

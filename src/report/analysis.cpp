@@ -55,7 +55,8 @@ Value state_of(const RunInfo& r) {
 // A run's own figure: the number when it completed, else why there is none.
 Value run_value(const RunInfo& r, double x) { return r.completed() ? Value::number(x) : state_of(r); }
 
-std::string index_key(const RunInfo& r) { return r.suite + '\x1f' + r.model + '\x1f' + r.seed; }
+// A modelled (virtual) time is never divided by a measured one: the mode is part of the key.
+std::string index_key(const RunInfo& r) { return r.suite + '\x1f' + r.model + '\x1f' + r.seed + '\x1f' + r.mode; }
 
 }  // namespace
 
@@ -73,7 +74,7 @@ std::string config_label(const ConfigGroup& g) {
 
 namespace {
 
-using Index = std::map<std::string, std::vector<const RunInfo*>>;  // suite, model, seed -> 1-learner runs
+using Index = std::map<std::string, std::vector<const RunInfo*>>;  // suite, model, seed, mode -> 1-learner runs
 
 // Readable runs grouped by configuration key, runs by seed, groups in report order.
 std::vector<ConfigGroup> group_runs(const std::vector<RunInfo>& runs, Index& one_learner) {
@@ -99,7 +100,7 @@ std::vector<ConfigGroup> group_runs(const std::vector<RunInfo>& runs, Index& one
   return groups;
 }
 
-// Baseline: a 1-learner run of the same suite, model and seed; a completed
+// Baseline: a 1-learner run of the same suite, model, seed and mode; a completed
 // one first (a diverged run is no baseline while another exists), then the
 // same protocol, then the most config fields in common; ties go to the first
 // file. nullptr: none.

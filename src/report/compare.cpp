@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
@@ -42,9 +43,7 @@ Input classify(const std::string& path) {
     if (in.files.empty()) throw Error(path + ": no results files (runs/*.h5 or *.h5)");
     return in;
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open");
-  const std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  const std::string bytes = read_text_file(path, "results folder or benchmark JSON file", path);
   if (bytes.compare(0, 8, "\x89HDF\r\n\x1a\n") == 0) {
     throw Error(path + ": is an HDF5 file; compare takes a folder of results files (runs/*.h5) or a "
                        "Google Benchmark JSON file");
@@ -299,14 +298,18 @@ std::map<std::string, BenchSeries> bench_series(const json& doc, const std::stri
     }
     const std::string name = b.contains("run_name") && b["run_name"].is_string() ? b["run_name"].get<std::string>()
                                                                                  : b["name"].get<std::string>();
-    if (b.value("error_occurred", false)) {
-      errors[name] = b.value("error_message", std::string("error"));
-      continue;
-    }
-    if (b.value("run_type", std::string("iteration")) == "aggregate") {
-      aggregates[name][b.value("aggregate_name", std::string())] = b;
-    } else {
-      iterations[name].push_back(b);
+    try {
+      if (bench_flag(b, "error_occurred", false)) {
+        errors[name] = bench_text(b, "error_message", "error");
+        continue;
+      }
+      if (bench_text(b, "run_type", "iteration") == "aggregate") {
+        aggregates[name][bench_text(b, "aggregate_name", "")] = b;
+      } else {
+        iterations[name].push_back(b);
+      }
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: benchmark {}: {}", path, shorten(name), e.what()));
     }
   }
   std::map<std::string, BenchSeries> out;

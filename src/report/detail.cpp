@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "common/process.hpp"
+#include "common/text.hpp"
 
 namespace asgd::report::detail {
 
@@ -134,7 +135,7 @@ bool same_figure(double a, double b) { return (std::isnan(a) && std::isnan(b)) |
 
 bool same_run(const RunInfo& a, const RunInfo& b) {
   const io::Summary &x = a.summary, &y = b.summary;
-  return a.readable && b.readable && a.run_id == b.run_id && a.key == b.key && a.seed == b.seed &&
+  return a.readable && b.readable && a.key == b.key && a.seed == b.seed && a.host == b.host &&
          a.status == b.status && same_figure(a.started, b.started) && same_figure(a.finished, b.finished) &&
          x.updates == y.updates && same_figure(x.train_time_s, y.train_time_s) &&
          same_figure(x.final_test_error, y.final_test_error) && same_figure(x.samples_per_s, y.samples_per_s);
@@ -146,18 +147,19 @@ std::vector<std::string> drop_copies(std::vector<RunInfo>& runs) {
   std::vector<std::string> notes;
   std::vector<RunInfo> kept;
   kept.reserve(runs.size());
-  std::map<std::string, std::vector<std::size_t>> by_id;  // run id -> indices in kept
+  std::map<std::string, std::vector<std::size_t>> by_key;  // configuration key -> indices in kept
   for (auto& r : runs) {
-    std::vector<std::size_t>& same_id = by_id[r.run_id];
+    std::vector<std::size_t>& same_id = by_key[r.key];
     const auto first = std::find_if(same_id.begin(), same_id.end(), [&](std::size_t k) { return same_run(kept[k], r); });
     if (first == same_id.end()) {
       same_id.push_back(kept.size());
       kept.push_back(std::move(r));
       continue;
     }
-    notes.push_back(fmt::format("{}: a copy of {} (run {}: the same configuration, seed, training interval and "
+    const RunInfo& k = kept[*first];
+    notes.push_back(fmt::format("{}: a copy of {} (run {}{}: the same configuration, seed, training interval and "
                                 "summary); counted once",
-                                r.file, kept[*first].file, r.run_id));
+                                r.file, k.file, k.run_id, r.run_id == k.run_id ? "" : ", here named " + r.run_id));
   }
   runs = std::move(kept);
   return notes;
@@ -279,9 +281,22 @@ std::string flops_key(const json& row) {
   for (auto it = row.begin(); it != row.end(); ++it) {
     std::string k = it.key();
     std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if ((k == "gflop/s" || k == "gflops") && it->is_number()) return it.key();
+    if (k == "gflop/s" || k == "gflops") return it.key();
   }
   return "";
+}
+
+bool bench_flag(const json& row, const char* key, bool def) {
+  if (!row.contains(key)) return def;
+  if (!row[key].is_boolean())
+    throw Error(fmt::format("field {} is not true or false: {}", key, shorten(row[key].dump())));
+  return row[key].get<bool>();
+}
+
+std::string bench_text(const json& row, const char* key, const std::string& def) {
+  if (!row.contains(key)) return def;
+  if (!row[key].is_string()) throw Error(fmt::format("field {} is not text: {}", key, shorten(row[key].dump())));
+  return row[key].get<std::string>();
 }
 
 PlotRun run_plot_script(const std::string& python, const std::string& script, const std::vector<std::string>& args,

@@ -101,8 +101,9 @@ void check_same_execution(const std::set<std::string>& base, const std::set<std:
 // runs' timings were shared and with whom.
 std::string conditions_md(const std::vector<RunInfo>& runs);
 std::vector<RunInfo> load_runs(const std::vector<std::string>& files);
-// Copies of one results file (readable, the same run id, configuration, seed,
-// training start and end and summary figures) count once: the first in runs
+// Copies of one results file (readable, the same configuration, seed, host,
+// training start and end and summary figures, whatever their run ids: two
+// runs do not start and end at the same microsecond) count once: the first in runs
 // stays, the others leave runs. Returns one line per copy left out, naming it
 // and the file kept. A copy counted again would be a second seed in every
 // mean and interval, and a run whose timing overlapped its own.
@@ -149,8 +150,14 @@ std::string to_markdown(const Table& t);
 std::string csv_escape(const std::string& s);
 
 // The GFLOP/s field of a Google Benchmark row ("GFLOP/s" or "gflops", any
-// case, holding a number); "" when it has none.
+// case, whatever it holds: a reader refuses or skips one that is not a
+// positive finite number); "" when it has none.
 std::string flops_key(const json& row);
+// A Google Benchmark row's optional field, checked: def when absent, an
+// asgd::Error naming the field and its value when it has another type
+// (`"error_occurred": "true"`, `"run_type": 3`).
+bool bench_flag(const json& row, const char* key, bool def);
+std::string bench_text(const json& row, const char* key, const std::string& def);
 
 // Runs a plot script: python script args..., its output in
 // <out_dir>/plot.log (removed when it succeeds), up to 10 minutes. On failure

@@ -284,6 +284,7 @@ HistorySummary history(const HistoryOptions& opt) {
   if (ec || !fs::is_directory(opt.out_dir, ec))
     throw Error(fmt::format("{}: cannot create the history folder: {}", opt.out_dir, ec ? ec.message() : "not a folder"));
   auto out = [&](const std::string& name) { return (fs::path(opt.out_dir) / name).string(); };
+  for (const char* f : {"history.csv", "steps.csv", "history.md"}) check_writable(out(f));  // none or all
 
   Tabulated t;
   for (const Series& se : series) t.machines.insert(se.machine);

@@ -17,6 +17,7 @@
 
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "report/history_detail.hpp"
 
@@ -132,16 +133,20 @@ bool read_bench(const std::string& path, const json& doc, std::size_t input, Inp
       in.skipped.push_back(path + ": a benchmark entry without a name (entry skipped)");
       continue;
     }
-    if (b.value("error_occurred", false)) {
-      ++errors;
-      continue;
-    }
     const std::string name = b.contains("run_name") && b["run_name"].is_string() ? b["run_name"].get<std::string>()
                                                                                  : b["name"].get<std::string>();
-    if (b.value("run_type", std::string("iteration")) == "aggregate")
-      aggregates[name][b.value("aggregate_name", std::string())] = &b;
-    else
-      iterations[name].push_back(&b);
+    try {
+      if (bench_flag(b, "error_occurred", false)) {
+        ++errors;
+        continue;
+      }
+      if (bench_text(b, "run_type", "iteration") == "aggregate")
+        aggregates[name][bench_text(b, "aggregate_name", "")] = &b;
+      else
+        iterations[name].push_back(&b);
+    } catch (const Error& e) {
+      in.skipped.push_back(fmt::format("{}: benchmark {}: {} (entry skipped)", path, shorten(name), e.what()));
+    }
   }
   for (const auto& [name, aggs] : aggregates) {
     if (iterations.count(name)) continue;
@@ -165,7 +170,7 @@ bool read_bench(const std::string& path, const json& doc, std::size_t input, Inp
       if (!fk.empty()) {
         s.figure = name + " " + fk;
         s.unit = fk;
-        s.value = (*r)[fk].get<double>();
+        s.value = (*r)[fk].is_number() ? (*r)[fk].get<double>() : kNaN;
       } else if (r->contains("real_time") && (*r)["real_time"].is_number()) {
         const json tu = r->contains("time_unit") ? (*r)["time_unit"] : json("ns");
         s.figure = name + " real_time";
@@ -191,7 +196,17 @@ struct ResultRun {
   json config;
   double time = kNaN, samples_per_s = kNaN, final_test_error = kNaN;
   std::size_t input = 0;
+  std::string identity;  // configuration, seed, training interval and summary: equal for copies of one file
 };
+
+// What a copy of a results file shares with the original (report's
+// drop_copies uses the same facts): exact doubles, written as hex floats.
+std::string run_identity(const io::RunResult& r, const json& config) {
+  const io::Summary& s = r.summary;
+  return fmt::format("{}|{}|{}|{:a}|{:a}|{}|{:a}|{:a}|{:a}", config_key(config), r.host,
+                     config.contains("seed") ? config["seed"].dump() : "", r.train_started, r.train_finished,
+                     s.updates, s.train_time_s, s.samples_per_s, s.final_test_error);
+}
 
 bool read_result(const std::string& path, std::size_t input, std::vector<ResultRun>& runs, Inputs& in) {
   io::RunResult r;
@@ -228,6 +243,12 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
     in.skipped.push_back(fmt::format("{}: status {} (no figures)", path, r.status));
     return false;
   }
+  run.identity = run_identity(r, run.config);
+  for (const auto& earlier : runs)
+    if (earlier.identity == run.identity) {  // a copy, or one file given twice: one measurement
+      in.skipped.push_back(fmt::format("{}: a copy of {} (counted once)", path, earlier.file));
+      return false;
+    }
   runs.push_back(std::move(run));
   return true;
 }
@@ -296,9 +317,14 @@ Inputs read_inputs(const std::vector<std::string>& inputs) {
   Inputs in;
   std::vector<ResultRun> runs;
   auto read_json = [&](const std::string& path, std::size_t input, bool given) {
-    std::ifstream f(path, std::ios::binary);
-    const std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-    if (!f && !f.eof()) throw Error(path + ": cannot read");
+    std::string bytes;
+    try {
+      bytes = read_text_file(path, "benchmark JSON file", path);
+    } catch (const Error& e) {
+      if (given) throw;
+      in.skipped.push_back(std::string(e.what()) + " (skipped)");
+      return;
+    }
     const json doc = json::parse(bytes, nullptr, false);
     const bool ok = !doc.is_discarded() && read_bench(path, doc, input, in);
     if (!ok && given)

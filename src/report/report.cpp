@@ -330,7 +330,7 @@ std::string summary_md(const ReportOptions& opt, const std::string& suite, const
                     n.unreadable ? fmt::format(" ({} unreadable)", n.unreadable) : "", groups.size());
   if (runs.empty()) md += "No results files in `runs/`.\n\n";
 
-  md += "## Speedup\n\nAgainst the 1-learner run of the same model and seed; mean [95% interval] over seeds. "
+  md += "## Speedup\n\nAgainst the 1-learner run of the same model, seed and mode (real or virtual); mean [95% interval] over seeds. "
         "`–`: not available (target not reached, or no 1-learner baseline). "
         "Table: [speedup.csv](speedup.csv).\n\n";
   md += speedup_md(groups) + "\n";
@@ -381,6 +381,9 @@ int write_report(const ReportOptions& opt) {
   const std::string out_dir = report_folder(opt, files);
   auto out = [&](const char* name) { return (fs::path(out_dir) / name).string(); };
 
+  // every output checked before the first is written: a refused one leaves no mix of new and old tables
+  for (const char* f : {"runs.csv", "speedup.csv", "convergence.csv", "staleness.csv", "predicted.csv", "report.md"})
+    check_writable(out(f));
   std::vector<RunInfo> runs = load_runs(files);
   const std::vector<std::string> copies = drop_copies(runs);
   mark_overlaps(runs);

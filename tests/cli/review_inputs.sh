@@ -43,7 +43,7 @@ expect_error "profile: a folder" "profile .*folder.yaml: is a folder, not a prof
   "$asgd" train "${syn[@]}" --virtual --learners 2 --profile "$work/folder.yaml"
 expect_error "profile: a device" "profile /proc/self/mem: cannot read profile file" -- \
   "$asgd" train "${syn[@]}" --virtual --learners 2 --profile /proc/self/mem
-expect_error "suite: endless" "/dev/zero: suite file is larger than 64 MiB" -- "$asgd" sweep plan /dev/zero
+expect_error "suite: endless" "/dev/zero: is not a regular file .*, not a suite file" -- "$asgd" sweep plan /dev/zero
 base="base: {model: mlp, dataset: {kind: synthetic, shape: [8, 8, 1], classes: 4, n_train: 256, n_test: 64}, batch: 16, epochs: 1}"
 printf 'name: s1\nmode: real\n%s\nseeds: [1]\n' "$base" >"$work/s1.yaml"
 expect_error "site: a folder" "dir.yaml: is a folder, not a site file" -- \
@@ -177,6 +177,33 @@ mkdir -p "$work/cmp/cand2"
 OMP_NUM_THREADS=2 "$asgd" train "${syn[@]}" --max-steps 2 --results "$work/cmp/cand2" --run-id a >/dev/null 2>&1 || fail "compare's 2-thread run"
 expect_error "compare: 1 thread against 2" "baseline ran with Kokkos .*, 1 thread per rank and the candidate with Kokkos .*, 2 threads per rank" -- \
   "$asgd" compare "$work/cmp/base/s" "$work/cmp/cand2/s"
+
+# session 10's second review: reports' inputs
+mkfifo "$work/fifo.json" "$work/fifo.h5"
+timeout 20 "$asgd" validate "$work/fifo.h5" >"$work/out" 2>&1
+rc=$?
+(( rc == 1 )) && grep -q "fifo.h5: is not a regular file" "$work/out" && pass "validate: a pipe is invalid, no hang" ||
+  fail "validate on a pipe: rc=$rc $(head -c 300 "$work/out")"
+expect_error "compare: a pipe (no hang)" "fifo.json: is not a regular file" -- "$asgd" compare "$work/fifo.json" "$work/b.json"
+expect_error "history: a pipe (no hang)" "fifo.json: is not a regular file" -- "$asgd" history "$work/fifo.json" --out "$work/hf"
+printf '{"context": {}, "benchmarks": [{"name": "x", "run_type": "iteration", "real_time": 5, "error_occurred": "true"}]}\n' >"$work/err.json"
+expect_error "compare: a field of the wrong type" "err.json: benchmark x: field error_occurred is not true or false: \"true\"" -- \
+  "$asgd" compare "$work/b.json" "$work/err.json"
+"$asgd" history "$work/b.json" "$work/err.json" --out "$work/he" --no-plots >"$work/out" 2>&1
+rc=$?
+(( rc == 0 )) && grep -q "err.json: benchmark x: field error_occurred is not true or false" "$work/he/history.md" &&
+  pass "history: a field of the wrong type skips the entry, named" || fail "history with err.json: rc=$rc $(head -c 300 "$work/out")"
+printf '{"context": {}, "benchmarks": [{"name": "g", "run_type": "iteration", "real_time": 5, "time_unit": "ns", "GFLOP/s": 10}]}\n' >"$work/g1.json"
+printf '{"context": {}, "benchmarks": [{"name": "g", "run_type": "iteration", "real_time": 5, "time_unit": "ns", "GFLOP/s": "NaN"}]}\n' >"$work/g2.json"
+expect_error "compare: GFLOP/s not a number" "g2.json: benchmark g: GFLOP/s is not a number" -- "$asgd" compare "$work/g1.json" "$work/g2.json"
+"$asgd" history "$work/cmp/base/s" "$work/cmp/base/s" --out "$work/hc" --no-plots >"$work/out" 2>&1
+(( $? == 0 )) && grep -q "a copy of .* (counted once)" "$work/hc/history.md" && pass "history: one folder given twice counts once" ||
+  fail "history over a folder twice: $(grep -c copy "$work/hc/history.md" 2>&1)"
+mkdir -p "$work/ro/report/speedup.csv"
+cp -r "$work/cmp/base/s/runs" "$work/ro/"
+expect_error "report: an output that is a folder, before any table is written" "speedup.csv" -- \
+  "$asgd" report "$work/ro" --no-plots
+[[ ! -e $work/ro/report/runs.csv ]] && pass "report: no runs.csv written beside the refused output" || fail "report wrote runs.csv"
 
 # two runners of one suite: each run trained once, nothing counted failed, no log cut
 printf 'name: conc\nmode: real\nbase: {model: lenet, dataset: {kind: synthetic, shape: [28, 28, 1], n_train: 2048, n_test: 64}, batch: 32, epochs: 1}\nseeds: [1, 2, 3]\n' \
