@@ -179,7 +179,7 @@ void add_report_commands(CLI::App& app, Args& a) {
       ->check(finite_in(0, 1));
   a.compare->add_option("--alpha", a.copt.alpha, "Significance level of the rank test")
       ->capture_default_str()
-      ->check(finite_in(0, 1));
+      ->check(finite_in(1e-12, 0.5));  // as history's: 0 would never find a regression
   a.compare->add_option("--error-band", a.copt.error_band, "Allowed increase of test error")
       ->capture_default_str()
       ->check(finite_in(0, 1));

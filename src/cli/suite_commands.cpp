@@ -40,9 +40,8 @@ int cmd_report(const std::string& dir, const std::string& out, bool plots, bool 
   o.reference_dir = source_dir() + "/results/reference";
   if (plots) o.plot_script = source_dir() + "/tools/plot_report.py";
   o.quiet = quiet;
-  const int n = report::write_report(o);
-  const std::string where = out.empty() ? dir + "/report" : out;
-  fmt::print("report of {} runs: {}/report.md\n", n, where);
+  const int n = report::write_report(o);  // says what it wrote, unless quiet
+  if (quiet) fmt::print("report of {} runs: {}/report.md\n", n, out.empty() ? dir + "/report" : out);
   return 0;
 }
 

@@ -124,7 +124,8 @@ const RunInfo* baseline_of(const RunInfo& r, const Index& one_learner) {
 void summarise(ConfigGroup& g, const Index& one_learner) {
   std::vector<Value> tt, tp, ttt, sps, fin, best, smooth;
   std::vector<double> taus;
-  bool missing_baseline = false, baseline_not_completed = false;
+  std::size_t missing_baseline = 0;  // completed runs without a baseline
+  bool baseline_not_completed = false;
   for (const RunInfo* rp : g.runs) {
     const RunInfo& r = *rp;
     g.completed += r.completed();
@@ -144,7 +145,7 @@ void summarise(ConfigGroup& g, const Index& one_learner) {
     if (!r.completed()) {
       speed_tt = speed_tp = state_of(r);
     } else if (!base) {
-      missing_baseline = true;
+      ++missing_baseline;
     } else {
       if (std::find(g.baselines.begin(), g.baselines.end(), base->run_id) == g.baselines.end())
         g.baselines.push_back(base->run_id);
@@ -170,7 +171,10 @@ void summarise(ConfigGroup& g, const Index& one_learner) {
   g.smoothed_error = aggregate(smooth);
   if (!taus.empty()) g.mean_tau = mean_ci95(taus).mean;
   std::vector<std::string> notes;
-  if (missing_baseline) notes.push_back("no 1-learner baseline");
+  if (missing_baseline > 0 && missing_baseline == static_cast<std::size_t>(g.completed))
+    notes.push_back("no 1-learner baseline");
+  else if (missing_baseline > 0)  // the figure stands on the seeds that have one
+    notes.push_back(fmt::format("{} of {} seeds without a 1-learner baseline", missing_baseline, g.runs.size()));
   if (baseline_not_completed) notes.push_back("1-learner baseline diverged or failed");
   if (g.diverged > 0 && g.completed > 0) notes.push_back(fmt::format("{} of {} seeds diverged", g.diverged, g.runs.size()));
   for (const auto& n : notes) g.speedup_note += (g.speedup_note.empty() ? "" : "; ") + n;

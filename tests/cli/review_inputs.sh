@@ -59,7 +59,7 @@ expect_error "suite: GPUs a learner would not use" "resources gpus_per_learner: 
 printf 'name: t8\nmode: real\n%s\nresources: {cpus_per_rank: 2}\nzip:\n  - threads: [8]\n' "$base" >"$work/t8.yaml"
 expect_error "submit: threads above cpus_per_rank" "t8.yaml: run .*: threads 8 is more than resources.cpus_per_rank 2" -- \
   "$asgd" sweep submit "$work/t8.yaml" --dry-run --results "$work/sub"
-if ! "$asgd" info 2>/dev/null | grep -q "CUDA    built"; then
+if [[ $("$asgd" info 2>/dev/null) != *"CUDA    built"* ]]; then
   printf 'name: cu\nmode: real\nbase: {model: mlp, device: cuda, dataset: {kind: synthetic, n_train: 256}}\nresources: {gpus_per_learner: 1}\n' \
     >"$work/cu.yaml"
   expect_error "submit: device cuda from a build without CUDA" "cu.yaml: run .* has device cuda, but .* was built without CUDA" -- \
@@ -101,7 +101,8 @@ done
 
 # OMP_NUM_THREADS is checked on every build (an OpenMP build's libgomp may warn first: only asgd's line counted)
 openmp=0
-"$asgd" info 2>/dev/null | grep -q "(OpenMP)" && openmp=1
+info_text=$("$asgd" info 2>/dev/null)  # captured: `| grep -q` under pipefail fails when grep stops reading early
+[[ $info_text == *"(OpenMP)"* ]] && openmp=1
 if true; then
   for v in 0 abc 1024 "2,x"; do
     OMP_NUM_THREADS=$v timeout 60 "$asgd" info >"$work/out" 2>"$work/err"

@@ -565,6 +565,31 @@ TEST(Report, CopiesOfAFileCountOnce) {
   EXPECT_FALSE(contains(md, "a-other.h5: a copy")) << md;
 }
 
+// A speedup standing on some seeds only says how many lack a baseline (it
+// said "no 1-learner baseline" beside a number); a virtual run is never
+// measured against a real baseline.
+TEST(Report, PartialAndOtherModeBaselinesAreSaid) {
+  TempDir tmp("partial");
+  const fs::path runs = tmp.path() / "p" / "runs";
+  write_run(runs, Spec{.run_id = "b2", .seed = 2});
+  write_run(runs, Spec{.run_id = "l2s1", .learners = 2, .seed = 1});
+  write_run(runs, Spec{.run_id = "l2s2", .learners = 2, .seed = 2});
+  write_run(runs, Spec{.run_id = "v2s2", .mode = "virtual", .learners = 2, .seed = 2});
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = (tmp.path() / "p").string();
+  opt.quiet = true;
+  ASSERT_EQ(asgd::report::write_report(opt), 4);
+  const auto sp = read_csv(tmp.path() / "p" / "report" / "speedup.csv");
+  const auto real2 = where(sp, {{"learners", "2"}, {"mode", "real"}});
+  ASSERT_EQ(real2.size(), 1u);
+  EXPECT_EQ(real2[0].at("throughput_speedup_mean"), "1");
+  EXPECT_TRUE(contains(real2[0].at("note"), "1 of 2 seeds without a 1-learner baseline")) << real2[0].at("note");
+  const auto virt2 = where(sp, {{"learners", "2"}, {"mode", "virtual"}});
+  ASSERT_EQ(virt2.size(), 1u);
+  EXPECT_EQ(virt2[0].at("throughput_speedup_mean"), "");
+  EXPECT_TRUE(contains(virt2[0].at("note"), "no 1-learner baseline")) << virt2[0].at("note");
+}
+
 TEST(Report, UnreadableFilesAreListedNotFatal) {
   TempDir tmp("bad");
   const fs::path suite = tmp.path() / "bad";
