@@ -75,6 +75,7 @@ RunInfo load_run(const std::string& path) {
   // A config that is not a JSON object cannot be grouped: the run stands alone.
   if (info.key.empty()) info.key = "unparsable config of " + path;
   info.config_id = short_hash(info.key);
+  info.identity = copy_identity(r, info.config);
   info.seed = field_text(info.config, "seed");
   if (info.config.is_object() && info.config.contains("learners") && info.config["learners"].is_number_integer()) {
     info.learners = info.config["learners"].get<int>();
@@ -129,34 +130,28 @@ std::vector<RunInfo> load_runs(const std::vector<std::string>& files) {
   return runs;
 }
 
-namespace {
-
-bool same_figure(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-
-bool same_run(const RunInfo& a, const RunInfo& b) {
-  const io::Summary &x = a.summary, &y = b.summary;
-  return a.readable && b.readable && a.key == b.key && a.seed == b.seed && a.host == b.host &&
-         a.status == b.status && same_figure(a.started, b.started) && same_figure(a.finished, b.finished) &&
-         x.updates == y.updates && same_figure(x.train_time_s, y.train_time_s) &&
-         same_figure(x.final_test_error, y.final_test_error) && same_figure(x.samples_per_s, y.samples_per_s);
+std::string copy_identity(const io::RunResult& r, const json& config) {
+  const std::string key = config_key(config);
+  if (key.empty()) return "";
+  const io::Summary& s = r.summary;
+  return fmt::format("{}|{}|{}|{}|{:a}|{:a}|{}|{:a}|{:a}|{:a}", key,
+                     config.contains("seed") ? config["seed"].dump() : "", r.host, r.status, r.train_started,
+                     r.train_finished, s.updates, s.train_time_s, s.samples_per_s, s.final_test_error);
 }
-
-}  // namespace
 
 std::vector<std::string> drop_copies(std::vector<RunInfo>& runs) {
   std::vector<std::string> notes;
   std::vector<RunInfo> kept;
   kept.reserve(runs.size());
-  std::map<std::string, std::vector<std::size_t>> by_key;  // configuration key -> indices in kept
+  std::map<std::string, std::size_t> first_of;  // copy identity -> index in kept
   for (auto& r : runs) {
-    std::vector<std::size_t>& same_id = by_key[r.key];
-    const auto first = std::find_if(same_id.begin(), same_id.end(), [&](std::size_t k) { return same_run(kept[k], r); });
-    if (first == same_id.end()) {
-      same_id.push_back(kept.size());
+    const auto first = r.identity.empty() ? first_of.end() : first_of.find(r.identity);
+    if (first == first_of.end()) {
+      if (!r.identity.empty()) first_of.emplace(r.identity, kept.size());
       kept.push_back(std::move(r));
       continue;
     }
-    const RunInfo& k = kept[*first];
+    const RunInfo& k = kept[first->second];
     notes.push_back(fmt::format("{}: a copy of {} (run {}{}: the same configuration, seed, training interval and "
                                 "summary); counted once",
                                 r.file, k.file, k.run_id, r.run_id == k.run_id ? "" : ", here named " + r.run_id));

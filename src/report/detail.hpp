@@ -32,6 +32,7 @@ struct RunInfo {
   std::string key;    // configuration key: config minus kNonKeyFields, dumped
   std::string config_id;  // 8 hex digits of a hash of key
   std::string seed;   // config.seed as JSON text ("" if absent)
+  std::string identity;  // copy_identity: equal for copies of one file; "" unreadable or unparsable
   int learners = 0;   // config.learners, else the /learners row count
   std::string n, n_sync, lr_policy, batch;  // config fields as text ("" if absent)
   io::Summary summary;
@@ -108,6 +109,11 @@ std::vector<RunInfo> load_runs(const std::vector<std::string>& files);
 // and the file kept. A copy counted again would be a second seed in every
 // mean and interval, and a run whose timing overlapped its own.
 std::vector<std::string> drop_copies(std::vector<RunInfo>& runs);
+// What copies of one results file share and two runs never do: configuration
+// key, seed, host, status, training interval and summary figures (exact
+// doubles). "" when config is not an object (such a run stands alone).
+// drop_copies and `asgd history` compare runs by it.
+std::string copy_identity(const io::RunResult& r, const json& config);
 
 // *.h5 files directly in dir, sorted by name. Throws asgd::Error if dir is
 // not a readable folder.

@@ -196,17 +196,9 @@ struct ResultRun {
   json config;
   double time = kNaN, samples_per_s = kNaN, final_test_error = kNaN;
   std::size_t input = 0;
-  std::string identity;  // configuration, seed, training interval and summary: equal for copies of one file
+  std::string identity;  // copy_identity: equal for copies of one file
 };
 
-// What a copy of a results file shares with the original (report's
-// drop_copies uses the same facts): exact doubles, written as hex floats.
-std::string run_identity(const io::RunResult& r, const json& config) {
-  const io::Summary& s = r.summary;
-  return fmt::format("{}|{}|{}|{:a}|{:a}|{}|{:a}|{:a}|{:a}", config_key(config), r.host,
-                     config.contains("seed") ? config["seed"].dump() : "", r.train_started, r.train_finished,
-                     s.updates, s.train_time_s, s.samples_per_s, s.final_test_error);
-}
 
 bool read_result(const std::string& path, std::size_t input, std::vector<ResultRun>& runs, Inputs& in) {
   io::RunResult r;
@@ -243,7 +235,7 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
     in.skipped.push_back(fmt::format("{}: status {} (no figures)", path, r.status));
     return false;
   }
-  run.identity = run_identity(r, run.config);
+  run.identity = copy_identity(r, run.config);
   for (const auto& earlier : runs)
     if (earlier.identity == run.identity) {  // a copy, or one file given twice: one measurement
       in.skipped.push_back(fmt::format("{}: a copy of {} (counted once)", path, earlier.file));
