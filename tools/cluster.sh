@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# An emulated multi-node cluster on this machine: N nodes, each a network namespace with its own
+# host name (a UTS namespace) and address, joined by a bridge in a namespace of its own; each
+# node's link shaped in both directions (tc tbf). Nothing is connected to the machine's own
+# interfaces: no route, NAT or bridge leads out, and the only addresses are the ones given here.
+#   tools/cluster.sh up N [--link RATE] [--node-link K=RATE]... [--cpus C] [--slurm]
+#       N nodes asgd-node1..asgd-nodeN (10.250.0.1..N), every link RATE (tc syntax: 1gbit,
+#       200mbit; default 1gbit), node K's link RATE instead; --slurm also starts slurmctld (on
+#       asgd-node1) and one slurmd per node, each C CPUs (default: this machine's)
+#   tools/cluster.sh down          stop every process started here (by PID), remove every
+#                                  namespace, link and file made here
+#   tools/cluster.sh status        the nodes, their addresses and links, the daemons
+#   tools/cluster.sh exec NODE CMD...   run CMD on a node (asgd-nodeK or K)
+#   tools/cluster.sh env           print the exports for the cluster's mpiexec and Slurm
+# `$ASGD_CLUSTER_DIR/bin/mpiexec` (default /run/asgd-cluster) is MPICH's hydra started on
+# asgd-node1, launching ranks on the nodes (one per node in order, wrapping round, unless
+# ASGD_CLUSTER_HOSTS="asgd-node2,asgd-node3" or -ppn / -hosts / -f say otherwise).
+# Latency cannot be added (no netem in every kernel): links are shaped in bandwidth only.
+# Needs root, ip (iproute2), tc and the tbf qdisc; --slurm needs tools/setup.sh --slurm.
+set -Eeuo pipefail
+D=${ASGD_CLUSTER_DIR:-/run/asgd-cluster}
+NET=10.250.0
+PREFIX=asgd-node
+SWITCH=asgd-switch
+MAX_NODES=64
+me=cluster.sh
+
+die() { echo "$me: $*" >&2; exit 2; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+
+need_tools() {
+  [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, veth links, tc)"
+  command -v ip >/dev/null || die "'ip' (iproute2) not found: apt-get install iproute2"
+  command -v tc >/dev/null || die "'tc' (iproute2) not found: apt-get install iproute2"
+  command -v nsenter >/dev/null && command -v unshare >/dev/null || die "nsenter/unshare (util-linux) not found"
+}
+
+node_name() {  # K or asgd-nodeK -> asgd-nodeK (must exist)
+  local n=$1
+  [[ $n =~ ^[0-9]+$ ]] && n=$PREFIX$n
+  grep -q "^$n " "$D/nodes" 2>/dev/null || die "no node '$1' (tools/cluster.sh status lists them)"
+  echo "$n"
+}
+
+# Run a command on a node: its network, its host name, and the cluster's /etc/hosts bound over
+# the machine's in a mount namespace of its own (/sys stays the machine's: slurmd needs its
+# cgroup mounts, which `ip netns exec` would hide).
+on_node() { "$D/bin/on-node" "$@"; }
+
+# A rate tc accepts, and the tbf qdisc present: tried on the switch's loopback first.
+check_rate() {
+  local rate=$1 err
+  [[ $rate =~ ^[0-9]+(\.[0-9]+)?([kmgt]?(bit|bps))$ ]] ||
+    die "--link '$rate': want a rate such as 1gbit, 200mbit or 100mbps"
+  if ! err=$(ip netns exec "$SWITCH" tc qdisc add dev lo root tbf rate "$rate" burst "$(burst_of "$rate")" latency 100ms 2>&1); then
+    if [[ $err == *"qdisc not found"* || $err == *"No such file"* ]]; then
+      echo "tbf"  # the caller reports the missing qdisc
+    else
+      echo "bad:${err%%$'\n'*}"
+    fi
+    return 0
+  fi
+  ip netns exec "$SWITCH" tc qdisc del dev lo root
+  echo ok
+}
+
+# tbf's bucket: 10 ms at the rate, at least 64 KiB (one GSO packet).
+burst_of() {
+  python3 - "$1" <<'PY'
+import re, sys
+m = re.fullmatch(r"([0-9.]+)([kmgt]?)(bit|bps)", sys.argv[1])
+v = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m[2]]
+bytes_per_s = v / 8 if m[3] == "bit" else v
+print(max(65536, int(bytes_per_s / 100)))
+PY
+}
+
+shape() {  # shape NS DEV RATE
+  ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst "$(burst_of "$3")" latency 100ms
+}
+
+cleanup_all() {  # everything this script can have made, whether or not its state is whole
+  local f pid ns
+  if [[ -d $D/pids ]]; then
+    for f in "$D"/pids/*.pid; do
+      [[ -f $f ]] || continue
+      pid=$(cat "$f")
+      kill "$pid" 2>/dev/null || true
+    done
+    for f in "$D"/pids/*.pid; do
+      [[ -f $f ]] || continue
+      pid=$(cat "$f")
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+      rm -f "$f"
+    done
+  fi
+  # any process still inside one of our namespaces (an MPI rank, a step daemon)
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^($PREFIX[0-9]+|$SWITCH)$" || true); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  if [[ -d $D/uts ]]; then
+    for f in "$D"/uts/*; do
+      [[ -e $f ]] || continue
+      umount "$f" 2>/dev/null || true
+      rm -f "$f"
+    done
+  fi
+  rm -rf "$D"
+}
+
+make_node() {  # make_node K RATE
+  local k=$1 rate=$2 n=$PREFIX$1
+  ip netns add "$n"
+  ip link add "v$k" netns "$SWITCH" type veth peer name eth0 netns "$n"
+  ip -n "$SWITCH" link set "v$k" master br0 up
+  ip -n "$n" link set lo up
+  ip -n "$n" addr add "$NET.$k/24" dev eth0
+  ip -n "$n" link set eth0 up
+  shape "$n" eth0 "$rate"          # the node's sending side
+  shape "$SWITCH" "v$k" "$rate"    # its receiving side
+  touch "$D/uts/$n"
+  unshare --uts="$D/uts/$n" hostname "$n"
+  echo "$n $NET.$k $rate" >>"$D/nodes"
+}
+
+write_launchers() {
+  local n hosts=()
+  mkdir -p "$D/bin"
+  while read -r n _; do hosts+=("$n"); done <"$D/nodes"
+  {
+    echo "127.0.0.1 localhost"
+    while read -r h a _; do echo "$a $h"; done <"$D/nodes"
+  } >"$D/hosts"
+  cat >"$D/bin/on-node" <<EOF
+#!/bin/bash
+# on-node NODE CMD...: CMD on an emulated node (tools/cluster.sh)
+n=\$1; shift
+exec nsenter --net="/run/netns/\$n" --uts="$D/uts/\$n" -- \\
+  unshare --mount --propagation private /bin/sh -c 'mount --bind "\$0" /etc/hosts && exec "\$@"' "$D/hosts" "\$@"
+EOF
+  # hydra's "ssh" launcher, called as: launch [-x] [-q] HOST CMD...
+  cat >"$D/bin/launch" <<EOF
+#!/bin/bash
+while [[ \${1:-} == -* ]]; do shift; done
+host=\$1; shift
+exec "$D/bin/on-node" "\$host" /bin/sh -c "\$*"
+EOF
+  cat >"$D/bin/mpiexec" <<EOF
+#!/bin/bash
+# MPICH's hydra on ${hosts[0]}, its ranks on the emulated nodes (tools/cluster.sh). UCX
+# takes the namespaces for one host and would use its shared-memory transports between
+# them: only tcp (over the shaped links) and self; MPICH's own shared memory still serves
+# ranks of one node.
+hosts=\${ASGD_CLUSTER_HOSTS:-$(IFS=,; echo "${hosts[*]}")}
+hostarg=(-hosts "\$hosts") ppn=(-ppn 1)
+for a in "\$@"; do
+  case \$a in -hosts|-host|-f|-hostfile|-machinefile) hostarg=() ;; -ppn|-perhost) ppn=() ;; esac
+done
+exec "$D/bin/on-node" "${hosts[0]}" \\
+  mpiexec.hydra -launcher ssh -launcher-exec "$D/bin/launch" "\${hostarg[@]}" "\${ppn[@]}" \\
+  -genv UCX_NET_DEVICES eth0 -genv UCX_TLS tcp,self "\$@"
+EOF
+  chmod +x "$D/bin/on-node" "$D/bin/launch" "$D/bin/mpiexec"
+}
+
+slurm_up() {
+  local cpus=$1 n a first
+  command -v slurmctld >/dev/null || { down_quiet; die "--slurm: slurmctld not found (tools/setup.sh --slurm)"; }
+  mkdir -p "$D/slurm/state" "$D/slurm/log" "$D/pids"
+  first=$(head -1 "$D/nodes" | awk '{print $1" "$2}')
+  {
+    cat <<CONF
+ClusterName=asgd-emulated
+SlurmctldHost=${first% *}(${first#* })
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+MpiDefault=pmi2
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+ReturnToService=2
+MaxArraySize=10001
+StateSaveLocation=$D/slurm/state
+SlurmdSpoolDir=$D/slurm/spool/%n
+SlurmctldPidFile=$D/pids/slurmctld.pid
+SlurmdPidFile=$D/pids/slurmd.%n.pid
+SlurmctldLogFile=$D/slurm/log/slurmctld.log
+SlurmdLogFile=$D/slurm/log/slurmd.%n.log
+CONF
+    while read -r n a _; do echo "NodeName=$n NodeAddr=$a CPUs=$cpus State=UNKNOWN"; done <"$D/nodes"
+    echo "PartitionName=emulated Nodes=$(awk '{print $1}' "$D/nodes" | paste -sd,) Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
+  } >"$D/slurm/slurm.conf"
+  export SLURM_CONF=$D/slurm/slurm.conf
+  mkdir -p /run/munge && chown munge:munge /run/munge
+  if ! { [[ -f /run/munge/munged.pid ]] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
+    runuser -u munge -- /usr/sbin/munged
+    cp /run/munge/munged.pid "$D/pids/munged.pid"
+  fi
+  on_node "${first% *}" slurmctld -i
+  while read -r n _; do
+    mkdir -p "$D/slurm/spool/$n"
+    on_node "$n" slurmd -N "$n"
+  done <"$D/nodes"
+  local want idle
+  want=$(wc -l <"$D/nodes")
+  for _ in $(seq 150); do
+    idle=$(on_node "${first% *}" sinfo -h -N -o %T 2>/dev/null | grep -c '^idle' || true)
+    [[ $idle -eq $want ]] && return 0
+    sleep 0.2
+  done
+  echo "$me: only $idle of $want slurmd became idle; see $D/slurm/log" >&2
+  down_quiet
+  exit 1
+}
+
+down_quiet() { cleanup_all >/dev/null 2>&1 || true; }
+
+up() {
+  local N=${1:-} rate=1gbit cpus slurm=0 k r
+  declare -A node_rate=()
+  [[ $N =~ ^[0-9]+$ ]] || die "up: want a node count N, got '${N}'"
+  (( N >= 1 && N <= MAX_NODES )) || die "up: N=$N: want 1..$MAX_NODES nodes"
+  shift
+  cpus=$(nproc)
+  while (( $# )); do
+    case $1 in
+      --link) [[ $# -ge 2 ]] || die "--link needs a rate"; rate=$2; shift 2 ;;
+      --node-link)
+        [[ $# -ge 2 && $2 =~ ^([0-9]+)=(.+)$ ]] || die "--node-link '${2:-}': want K=RATE"
+        k=${BASH_REMATCH[1]}
+        (( k >= 1 && k <= N )) || die "--node-link $2: node $k is not one of 1..$N"
+        node_rate[$k]=${BASH_REMATCH[2]}; shift 2 ;;
+      --cpus)
+        [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] && (( $2 >= 1 && $2 <= 1024 )) || die "--cpus '${2:-}': want 1..1024"
+        cpus=$2; shift 2 ;;
+      --slurm) slurm=1; shift ;;
+      *) die "up: unknown option '$1'" ;;
+    esac
+  done
+  need_tools
+  if [[ -f $D/nodes ]] || ip netns list | grep -qE "^($PREFIX[0-9]+|$SWITCH)( |$)"; then
+    die "already up ($(wc -l <"$D/nodes" 2>/dev/null || echo some) nodes in $D): tools/cluster.sh down first"
+  fi
+  mkdir -p "$D/uts"
+  : >"$D/nodes.new"
+  ip netns add "$SWITCH"
+  ip -n "$SWITCH" link set lo up
+  for r in "$rate" "${node_rate[@]}"; do
+    local res
+    res=$(check_rate "$r")
+    case $res in
+      ok) ;;
+      tbf) down_quiet; die "the tbf qdisc is not available in this kernel (sch_tbf)" ;;
+      bad:*) down_quiet; die "--link '$r': tc refused it: ${res#bad:}" ;;
+    esac
+  done
+  ip -n "$SWITCH" link add br0 type bridge
+  ip -n "$SWITCH" link set br0 up
+  rm -f "$D/nodes.new"
+  trap 'echo "$me: up failed; removing what was made" >&2; down_quiet' ERR
+  for k in $(seq "$N"); do make_node "$k" "${node_rate[$k]:-$rate}"; done
+  write_launchers
+  trap - ERR
+  if (( slurm )); then slurm_up "$cpus"; fi
+  echo "$me: up: $N nodes in $D (${PREFIX}1..$PREFIX$N, $NET.1..$N), links $rate$( ((${#node_rate[@]})) && echo " (some per node: status)")$( ((slurm)) && echo ", Slurm")"
+  echo "$me: mpiexec: $D/bin/mpiexec$( ((slurm)) && echo "; export SLURM_CONF=$D/slurm/slurm.conf")"
+}
+
+down() {
+  need_tools
+  if [[ ! -d $D ]] && ! ip netns list | grep -qE "^($PREFIX[0-9]+|$SWITCH)( |$)"; then
+    die "down: nothing is up ($D does not exist)"
+  fi
+  cleanup_all
+  echo "$me: down: every namespace, link, process and file of the cluster removed"
+}
+
+status() {
+  [[ -f $D/nodes ]] || die "status: nothing is up ($D/nodes does not exist)"
+  printf '%-14s %-12s %-10s %s\n' node address link processes
+  local n a r
+  while read -r n a r; do
+    printf '%-14s %-12s %-10s %s\n' "$n" "$a" "$r" "$(ip netns pids "$n" 2>/dev/null | wc -l)"
+  done <"$D/nodes"
+  echo "bridge: br0 in namespace $SWITCH; no link to this machine's interfaces"
+  echo "mpiexec: $D/bin/mpiexec"
+  if [[ -f $D/slurm/slurm.conf ]]; then
+    echo "slurm: export SLURM_CONF=$D/slurm/slurm.conf"
+    SLURM_CONF=$D/slurm/slurm.conf on_node "$(head -1 "$D/nodes" | cut -d' ' -f1)" sinfo -N -h -o '  %N %T %c CPUs' || true
+  fi
+}
+
+cmd=${1:-}
+[[ $# -gt 0 ]] && shift
+case $cmd in
+  up) up "$@" ;;
+  down) [[ $# -eq 0 ]] || die "down takes no arguments"; down ;;
+  status) [[ $# -eq 0 ]] || die "status takes no arguments"; status ;;
+  exec)
+    [[ $# -ge 2 ]] || die "exec: want NODE CMD..."
+    [[ -f $D/nodes ]] || die "exec: nothing is up"
+    n=$(node_name "$1"); shift
+    [[ -f $D/slurm/slurm.conf ]] && export SLURM_CONF=$D/slurm/slurm.conf
+    on_node "$n" "$@" ;;
+  env)
+    [[ -f $D/nodes ]] || die "env: nothing is up"
+    echo "export ASGD_MPIEXEC=$D/bin/mpiexec"
+    [[ -f $D/slurm/slurm.conf ]] && echo "export SLURM_CONF=$D/slurm/slurm.conf"
+    true ;;
+  -h|--help) usage ;;
+  "") usage >&2; exit 2 ;;
+  *) die "unknown command '$cmd' (up, down, status, exec, env)" ;;
+esac
