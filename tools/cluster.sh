@@ -50,8 +50,6 @@ on_node() { "$D/bin/on-node" "$@"; }
 # A rate tc accepts, and the tbf qdisc present: tried on the switch's loopback first.
 check_rate() {
   local rate=$1 err
-  [[ $rate =~ ^[0-9]+(\.[0-9]+)?([kmgt]?(bit|bps))$ ]] ||
-    die "--link '$rate': want a rate such as 1gbit, 200mbit or 100mbps"
   if ! err=$(ip netns exec "$SWITCH" tc qdisc add dev lo root tbf rate "$rate" burst "$(burst_of "$rate")" latency 100ms 2>&1); then
     if [[ $err == *"qdisc not found"* || $err == *"No such file"* ]]; then
       echo "tbf"  # the caller reports the missing qdisc
@@ -245,6 +243,10 @@ up() {
       --slurm) slurm=1; shift ;;
       *) die "up: unknown option '$1'" ;;
     esac
+  done
+  for r in "$rate" "${node_rate[@]}"; do
+    [[ $r =~ ^[0-9]+(\.[0-9]+)?[kmgt]?(bit|bps)$ ]] ||
+      die "--link '$r': want a rate such as 1gbit, 200mbit or 100mbps"
   done
   need_tools
   if [[ -f $D/nodes ]] || ip netns list | grep -qE "^($PREFIX[0-9]+|$SWITCH)( |$)"; then

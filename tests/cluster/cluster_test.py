@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""The emulated multi-node cluster (tools/cluster.sh) and the MPI core across it.
+
+    cluster_test.py --asgd PATH --cluster PATH/tools/cluster.sh
+
+- bad inputs of cluster.sh: one line, exit 2, nothing made;
+- 3 nodes, 1gbit links; every protocol (nsync with two merge rules) with 4 learners and
+  2 shards spread over the 3 nodes, evaluations and checkpoints often, seeded random delays:
+  each completes, its counts check as the stress test's do, and the machine record names
+  every rank's node;
+- all ranks of one node killed (kill -9) mid-run: the job ends within 10 s, naming the node;
+  the same command then resumes from the checkpoint and ends with the update and sample
+  counts of an uninterrupted run;
+- down leaves no namespace, process or file behind.
+Every command runs under this script's watchdog, which kills its process group.
+Exit 77 (skipped) when not root or without ip/tc/nsenter.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "mpi"))
+from stress import CheckFailed, check, check_run  # noqa: E402
+
+WATCHDOG_S = 120
+DIR = "/run/asgd-cluster-test"
+
+
+def sh(cmd, timeout=WATCHDOG_S, env=None):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        raise CheckFailed(f"watchdog: {' '.join(cmd[:4])}... ran past {timeout} s")
+    return p.returncode, out, err
+
+
+def bad_inputs(cl):
+    for args, word in ((["up", "0"], "1..64"), (["up", "x"], "node count"),
+                       (["up", "2", "--link", "fast"], "fast"),
+                       (["up", "2", "--link", "1gbit", "--node-link", "3=1gbit"], "node 3"),
+                       (["down"], "nothing is up"), (["status"], "nothing is up"),
+                       (["frob"], "frob")):
+        rc, out, err = sh([cl] + args)
+        lines = err.strip().splitlines()
+        check(rc == 2 and len(lines) == 1 and word in lines[0],
+              f"cluster.sh {' '.join(args)}: rc {rc}, stderr {err!r}")
+        check(not os.path.exists(DIR), f"cluster.sh {' '.join(args)} left {DIR}")
+
+
+def protocols(mpiexec, asgd, tmp, env):
+    shapes = [("hardsync", [], 4), ("softsync", ["--n", "2"], 2), ("nsync", ["--n-sync", "2"], 1),
+              ("nsync", ["--n-sync", "2", "--merge", "adagrad"], 1), ("allreduce", [], 4),
+              ("ssp", ["--staleness", "1"], 1), ("easgd", ["--tau", "2"], 1),
+              ("dcasgd", ["--lambda-dc", "0.5"], 1)]
+    for i, (proto, extra, c) in enumerate(shapes):
+        servers = 0 if proto == "allreduce" else 2
+        ranks = 4 + servers
+        res = os.path.join(tmp, f"p{i}")
+        e = dict(env, ASGD_INJECT_DELAY=f"{i + 1}:3:0.3")
+        cmd = [mpiexec, "-n", str(ranks), asgd, "train", "--model", "mlp", "--learners", "4",
+               "--protocol", proto, "--max-steps", "24", "--eval-every", "0.01",
+               "--checkpoint-every", "5", "--stall-timeout", "60", "--results", res,
+               "--quiet"] + extra
+        if servers:
+            cmd[cmd.index("--learners"):cmd.index("--learners")] = ["--servers", str(servers)]
+        rc, out, err = sh(cmd, env=e)
+        check(rc == 0, f"{proto} {extra}: rc {rc}: {err[-600:]}")
+        path = [os.path.join(dp, f) for dp, _, fs in os.walk(res) for f in fs
+                if f.endswith(".h5") and "/runs" in dp][0]
+        check_run(path, 4, servers, c, 64, proto)
+        with h5py.File(path) as f:
+            machine = json.loads(f.attrs["machine"])
+        nodes = machine["nodes"]
+        check(len(nodes) == ranks and set(nodes) == {"asgd-node1", "asgd-node2", "asgd-node3"},
+              f"{proto}: machine record's nodes {nodes}")
+        print(f"cluster_test: {proto} {' '.join(extra)}: completed across {sorted(set(nodes))}")
+
+
+def node_lost(mpiexec, asgd, tmp, env):
+    def cmd(res, steps):
+        return [mpiexec, "-n", "6", asgd, "train", "--model", "mlp", "--servers", "2",
+                "--learners", "4", "--protocol", "softsync", "--n", "2", "--max-steps", str(steps),
+                "--eval-every", "0.2", "--checkpoint-every", "20", "--results", res, "--quiet"]
+    res = os.path.join(tmp, "lost")
+    p = subprocess.Popen(cmd(res, 600), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    ckpt = None
+    t_end = time.time() + 60
+    while time.time() < t_end and ckpt is None:   # until the first checkpoint is written
+        for dp, _, fs in os.walk(res):
+            ckpt = next((os.path.join(dp, f) for f in fs if dp.endswith("checkpoints") and f.endswith(".h5")), ckpt)
+        time.sleep(0.2)
+    check(ckpt is not None and p.poll() is None, "no checkpoint before the kill")
+    time.sleep(1)
+    pids = subprocess.run(["ip", "netns", "pids", "asgd-node3"], capture_output=True, text=True).stdout.split()
+    victims = [q for q in pids if open(f"/proc/{q}/comm").read().strip() == "asgd"]
+    check(victims, "no asgd rank on asgd-node3")
+    t0 = time.time()
+    for q in victims:
+        os.kill(int(q), signal.SIGKILL)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise CheckFailed("the job went on 30 s after a node's ranks were killed")
+    took = time.time() - t0
+    check(p.returncode != 0 and took < 10, f"job ended after {took:.1f} s, rc {p.returncode}")
+    check("asgd-node3" in err, f"the lost node is not named: {err[-400:]}")
+    print(f"cluster_test: node 3's ranks killed: the job ended in {took:.2f} s (rc {p.returncode})")
+    rc, _, err = sh(cmd(res, 600), timeout=240, env=env)
+    check(rc == 0, f"resume: rc {rc}: {err[-600:]}")
+    ref = os.path.join(tmp, "ref")
+    rc, _, err = sh(cmd(ref, 600), timeout=240, env=env)
+    check(rc == 0, f"uninterrupted: rc {rc}: {err[-600:]}")
+
+    def counts(root):
+        path = [os.path.join(dp, f) for dp, _, fs in os.walk(root) for f in fs
+                if f.endswith(".h5") and dp.endswith("runs")][0]
+        with h5py.File(path) as f:
+            return len(f["updates/clock"]), int(f["updates/samples"][:].sum())
+    check(counts(res) == counts(ref), f"resumed {counts(res)} != uninterrupted {counts(ref)}")
+    print(f"cluster_test: resumed and uninterrupted runs agree: {counts(res)} (updates, samples)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--asgd", required=True)
+    ap.add_argument("--cluster", required=True)
+    a = ap.parse_args()
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "tc", "nsenter", "unshare")):
+        print("cluster_test: skipped (needs root, ip, tc, nsenter)")
+        return 77
+    env = dict(os.environ, ASGD_CLUSTER_DIR=DIR, OPENBLAS_NUM_THREADS="1")
+    os.environ.update(ASGD_CLUSTER_DIR=DIR)
+    cl = os.path.abspath(a.cluster)
+    asgd = os.path.abspath(a.asgd)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            if os.path.exists(DIR):
+                sh([cl, "down"])
+            bad_inputs(cl)
+            rc, out, err = sh([cl, "up", "3", "--link", "1gbit"])
+            check(rc == 0, f"up: {err}")
+            rc, _, err = sh([cl, "up", "3"])
+            check(rc == 2 and "already up" in err, f"up twice: rc {rc} {err!r}")
+            rc, out, _ = sh([cl, "status"])
+            check(rc == 0 and out.count("1gbit") == 3, f"status: {out}")
+            protocols(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
+            node_lost(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
+        finally:
+            rc, _, err = sh([cl, "down"])
+        check(rc == 0, f"down: {err}")
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        check("asgd-" not in left and not os.path.exists(DIR), f"down left: {left!r}")
+    print("cluster_test: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except CheckFailed as e:
+        print(f"cluster_test: FAILED: {e}", file=sys.stderr)
+        sys.exit(1)
