@@ -138,7 +138,7 @@ n=\$1; shift
 exec nsenter --net="/run/netns/\$n" --uts="$D/uts/\$n" -- \\
   unshare --mount --propagation private /bin/sh -c 'mount --bind "\$0" /etc/hosts && exec "\$@"' "$D/hosts" "\$@"
 EOF
-  # hydra's "ssh" launcher, called as: launch [-x] [-q] HOST CMD...
+  # the "ssh" launcher of hydra and of Open MPI's rsh agent, called as: launch [-x] [-q] HOST CMD...
   cat >"$D/bin/launch" <<EOF
 #!/bin/bash
 while [[ \${1:-} == -* ]]; do shift; done
@@ -147,10 +147,32 @@ exec "$D/bin/on-node" "\$host" /bin/sh -c "\$*"
 EOF
   cat >"$D/bin/mpiexec" <<EOF
 #!/bin/bash
-# MPICH's hydra on ${hosts[0]}, its ranks on the emulated nodes (tools/cluster.sh). UCX
-# takes the namespaces for one host and would use its shared-memory transports between
-# them: only tcp (over the shaped links) and self; MPICH's own shared memory still serves
-# ranks of one node.
+# Open MPI's mpirun on ${hosts[0]}, its ranks on the emulated nodes (tools/cluster.sh): ob1
+# over tcp on each node's eth0 (the shaped link) between nodes, vader (shared memory) among
+# ranks of one node. Ranks go one per node in order, wrapping round, unless --host, -H,
+# --hostfile or --map-by say otherwise. Open MPI passes no environment variable it is not
+# told of: every ASGD_, OPENBLAS_, OMP_, KOKKOS_ and HDF5_ variable set here is passed on.
+hosts=\${ASGD_CLUSTER_HOSTS:-$(IFS=,; echo "${hosts[*]}")}
+IFS=, read -ra hs <<<"\$hosts"
+slots=""
+for h in "\${hs[@]}"; do slots+="\${slots:+,}\$h:64"; done  # 64 slots: more ranks than CPUs allowed
+hostarg=(--host "\$slots") map=(--map-by node)
+for a in "\$@"; do
+  case \$a in --host|-H|-host|--hostfile|-hostfile|--machinefile|-machinefile) hostarg=() ;; --map-by|-map-by) map=() ;; esac
+done
+pass=()
+while read -r v; do pass+=(-x "\$v"); done < <(compgen -e | grep -E '^(ASGD_|OPENBLAS_|OMP_|KOKKOS_|HDF5_)' || true)
+exec "$D/bin/on-node" "${hosts[0]}" \\
+  mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent "$D/bin/launch" "\${hostarg[@]}" "\${map[@]}" \\
+  --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \\
+  "\${pass[@]}" "\$@"
+EOF
+  cat >"$D/bin/mpiexec.mpich" <<EOF
+#!/bin/bash
+# MPICH's hydra on ${hosts[0]}, its ranks on the emulated nodes (tools/cluster.sh), UCX over
+# tcp only between them (UCX takes the namespaces for one host and would use its shared
+# memory between them). Debian 12's MPICH 4.0.2 often hangs in MPI_Finalize over UCX's tcp
+# transport (docs/CLUSTER.md): bin/mpiexec (Open MPI) is the cluster's working MPI.
 hosts=\${ASGD_CLUSTER_HOSTS:-$(IFS=,; echo "${hosts[*]}")}
 hostarg=(-hosts "\$hosts") ppn=(-ppn 1)
 for a in "\$@"; do
@@ -160,7 +182,7 @@ exec "$D/bin/on-node" "${hosts[0]}" \\
   mpiexec.hydra -launcher ssh -launcher-exec "$D/bin/launch" "\${hostarg[@]}" "\${ppn[@]}" \\
   -genv UCX_NET_DEVICES eth0 -genv UCX_TLS tcp,self "\$@"
 EOF
-  chmod +x "$D/bin/on-node" "$D/bin/launch" "$D/bin/mpiexec"
+  chmod +x "$D/bin/on-node" "$D/bin/launch" "$D/bin/mpiexec" "$D/bin/mpiexec.mpich"
 }
 
 slurm_up() {

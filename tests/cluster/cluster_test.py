@@ -82,10 +82,11 @@ def protocols(mpiexec, asgd, tmp, env):
         check_run(path, 4, servers, c, 64, proto)
         with h5py.File(path) as f:
             machine = json.loads(f.attrs["machine"])
-        nodes = machine["nodes"]
-        check(len(nodes) == ranks and set(nodes) == {"asgd-node1", "asgd-node2", "asgd-node3"},
-              f"{proto}: machine record's nodes {nodes}")
-        print(f"cluster_test: {proto} {' '.join(extra)}: completed across {sorted(set(nodes))}")
+        nodes = machine["rank_nodes"]
+        want = [f"asgd-node{1 + r % 3}" for r in range(ranks)]  # one per node, wrapping round
+        check(nodes == want and machine["nodes"] == sorted(set(want)),
+              f"{proto}: machine record's nodes {machine['nodes']}, rank_nodes {nodes}")
+        print(f"cluster_test: {proto} {' '.join(extra)}: completed, ranks on {nodes}")
 
 
 def node_lost(mpiexec, asgd, tmp, env):
