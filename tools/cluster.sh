@@ -133,11 +133,16 @@ write_launchers() {
   } >"$D/hosts"
   cat >"$D/bin/on-node" <<EOF
 #!/bin/bash
-# on-node NODE CMD...: CMD on an emulated node (tools/cluster.sh)
+# on-node NODE CMD...: CMD on an emulated node (tools/cluster.sh): the node's network and host
+# name, the cluster's /etc/hosts, and the node's own scratch folder at $D/node-tmp
 n=\$1; shift
+mkdir -p "$D/local/\$n"
 exec nsenter --net="/run/netns/\$n" --uts="$D/uts/\$n" -- \\
-  unshare --mount --propagation private /bin/sh -c 'mount --bind "\$0" /etc/hosts && exec "\$@"' "$D/hosts" "\$@"
+  unshare --mount --propagation private /bin/sh -c \\
+  'mount --bind "\$0" /etc/hosts && mount --bind "\$1" "\$2" && shift 3 && exec "\$@"' \\
+  "$D/hosts" "$D/local/\$n" "$D/node-tmp" - "\$@"
 EOF
+  mkdir -p "$D/node-tmp"
   # the "ssh" launcher of hydra and of Open MPI's rsh agent, called as: launch [-x] [-q] HOST CMD...
   cat >"$D/bin/launch" <<EOF
 #!/bin/bash
@@ -219,6 +224,9 @@ CONF
     while read -r n a _; do echo "NodeName=$n NodeAddr=$a CPUs=$cpus State=UNKNOWN"; done <"$D/nodes"
     echo "PartitionName=emulated Nodes=$(awk '{print $1}' "$D/nodes" | paste -sd,) Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   } >"$D/slurm/slurm.conf"
+  # PMIx's per-step folders are named by job and step only: on one machine the nodes' would
+  # collide in a shared /tmp, so each node keeps them in its own scratch folder
+  echo "PMIxCliTmpDirBase=$D/node-tmp" >"$D/slurm/mpi.conf"
   export SLURM_CONF=$D/slurm/slurm.conf
   mkdir -p /run/munge && chown munge:munge /run/munge
   if ! { [[ -f /run/munge/munged.pid ]] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
@@ -337,7 +345,9 @@ case $cmd in
     on_node "$n" "$@" ;;
   env)
     [[ -f $D/nodes ]] || die "env: nothing is up"
-    echo "export ASGD_MPIEXEC=$D/bin/mpiexec"
+    echo "# the cluster's mpiexec: asgd sweep run --mpiexec $D/bin/mpiexec, asgd calibrate --mpiexec $D/bin/mpiexec"
+    # Open MPI under srun (Slurm's PMIx): ob1 over tcp on the nodes' shaped eth0
+    echo "export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,vader,self OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0"
     [[ -f $D/slurm/slurm.conf ]] && echo "export SLURM_CONF=$D/slurm/slurm.conf"
     true ;;
   -h|--help) usage ;;

@@ -4,6 +4,8 @@
 #                             clang and libFuzzer's runtime for the fuzz preset)
 #   tools/setup.sh --peers    also the PyTorch peer baseline (python3-torch, about 270 packages)
 #   tools/setup.sh --slurm    also a one-node Slurm (slurm-wlm, munge) for the Slurm tests
+#   tools/setup.sh --cluster  also Open MPI (the emulated cluster's MPI: tools/cluster.sh, the
+#                             `ompi` preset); MPICH stays the default mpicc/mpiexec
 #   tools/setup.sh --kokkos-openmp   also build Kokkos + KokkosKernels with the OpenMP backend
 #                             from Debian's own `trilinos` source package (apt-get source) into
 #                             .deps/kokkos-openmp/install, once (reused when present; about 8 min
@@ -11,14 +13,15 @@
 #   tools/setup.sh --list     print the package names (build and test set) and exit
 set -euo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 
-peers=0 slurm=0 list=0 kokkos_openmp=0
+peers=0 slurm=0 cluster=0 list=0 kokkos_openmp=0
 for arg in "$@"; do
   case "$arg" in
     --list) list=1 ;;
     --peers) peers=1 ;;
     --slurm) slurm=1 ;;
+    --cluster) cluster=1 ;;
     --kokkos-openmp) kokkos_openmp=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
@@ -38,6 +41,7 @@ packages=(
 )
 (( peers )) && packages+=(python3-torch)
 (( slurm )) && packages+=(slurm-wlm munge)
+(( cluster )) && packages+=(openmpi-bin libopenmpi-dev iproute2 util-linux)
 # apt-get source needs dpkg-dev (dpkg-source, which checks the .dsc).
 (( kokkos_openmp )) && packages+=(dpkg-dev)
 if (( list )); then
@@ -124,12 +128,24 @@ SRC
   echo "setup.sh: Kokkos + KokkosKernels (OpenMP) installed in $prefix"
 }
 
+# Open MPI's alternatives outrank MPICH's (50 against 40): mpicc, mpiexec and the build stay
+# on MPICH; the cluster calls mpirun.openmpi and mpicxx.openmpi by name.
+pin_mpich() {
+  (( cluster )) || return 0
+  [[ $(update-alternatives --query mpi | sed -n 's/^Value: //p') == /usr/bin/mpicc.mpich &&
+     $(update-alternatives --query mpirun | sed -n 's/^Value: //p') == /usr/bin/mpirun.mpich ]] && return 0
+  [[ $(id -u) -eq 0 ]] || { echo "setup.sh: need root to keep MPICH the default MPI" >&2; exit 1; }
+  update-alternatives --quiet --set mpi /usr/bin/mpicc.mpich
+  update-alternatives --quiet --set mpirun /usr/bin/mpirun.mpich
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if (( ${#missing[@]} == 0 )); then
   echo "setup.sh: all ${#packages[@]} packages already installed"
+  pin_mpich
   if (( kokkos_openmp )); then build_kokkos_openmp; fi
   exit 0
 fi
@@ -141,5 +157,6 @@ echo "setup.sh: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+pin_mpich
 (( kokkos_openmp )) && build_kokkos_openmp
 exit 0

@@ -6,8 +6,8 @@
 # with the OpenMP backend from Debian's trilinos source (once, into .deps/kokkos-openmp), the
 # `openmp` preset on it, and runs every unit, MPI and virtual-learner test with 2 threads per
 # rank and the kernel tests also with 1; then builds the `ci` preset with warnings as errors and
-# runs every test (unit, MPI, virtual learners, command line, a real one-node Slurm). This is
-# what CI runs.
+# runs every test (unit, MPI, virtual learners, command line, a real one-node Slurm, and, as root,
+# the emulated multi-node cluster with the `ompi` preset's asgd). This is what CI runs.
 #   tools/test.sh              all of it
 #   tools/test.sh --no-asan    skip the sanitizer build
 #   tools/test.sh --no-cuda    skip the cuda preset
@@ -28,7 +28,7 @@ for arg in "$@"; do
   esac
 done
 
-tools/setup.sh --slurm
+tools/setup.sh --slurm --cluster
 jobs=$(nproc)
 export OPENBLAS_NUM_THREADS=1
 # --threads 1 defers to OMP_NUM_THREADS on every build: the tests set their own
@@ -77,6 +77,9 @@ if (( openmp )); then
 fi
 # The full suite runs last, so that its summary (every label, the count of tests
 # passed) is what the log ends with.
+echo "== ompi preset: asgd against Open MPI, the emulated cluster's MPI (the cluster tests run it)"
+cmake --preset ompi
+cmake --build --preset ompi -j "$jobs"
 echo "== ci preset: build (warnings are errors) and all tests"
 cmake --preset ci
 cmake --build --preset ci -j "$jobs"

@@ -31,6 +31,7 @@
 #include "common/runinfo.hpp"
 #include "ps/exchange_probe.hpp"
 #include "ps/local_steps.hpp"
+#include "ps/mpi_util.hpp"
 #include "ps/run_parts.hpp"
 #include "ps/shard_core.hpp"
 #include "ps/transport.hpp"
@@ -186,16 +187,21 @@ void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) 
   const auto [am, bm] = fit(j["messages"]);
   // an exchange is two transfers (push, pull), each through both endpoints'
   // links: a = 4 latencies, b = 2 / bandwidth
+  // where the two ranks ran: one host, or two (a link between nodes)
+  std::string where = "on one host";
+  if (const auto h = j.value("hosts", std::vector<std::string>{}); h.size() == 2)
+    where = h[0] == h[1] ? fmt::format("both on {}", h[0]) : fmt::format("on {} and {}", h[0], h[1]);
   const std::string how = fmt::format(
-      "asgd calibrate {}: push + pull between 2 ranks with the training code's messages and waits over {}, "
+      "asgd calibrate {}: push + pull between 2 ranks ({}, launched by {}) with the training code's messages "
+      "and waits over {}, "
       "{} sizes 4 KiB..{:.1f} MB, least squares T = a + b*bytes; latency a/4 per endpoint, bandwidth 2/b "
       "(messages: a = {:.1f} us, {:.2f} GB/s)",
-      today(), shm ? "node-local shared windows (what runs on one node use)" : "messages", j["messages"].size(),
+      today(), where, o.mpiexec, shm ? "node-local shared windows (what runs on one node use)" : "messages", j["messages"].size(),
       4e-6 * static_cast<double>(largest), 1e6 * am, 2e-9 / bm);
   p.learner = {measured(a / 4, how), measured(2 / b, how)};
   p.server = p.learner;
-  spdlog::info("links    latency {:.1f} us per endpoint, {:.2f} GB/s ({})", 1e6 * a / 4, 2e-9 / b,
-               shm ? "shared windows" : "messages");
+  spdlog::info("links    latency {:.1f} us per endpoint, {:.2f} GB/s ({}, ranks {})", 1e6 * a / 4, 2e-9 / b,
+               shm ? "shared windows" : "messages", where);
   std::filesystem::remove_all(dir);
 }
 
@@ -354,6 +360,7 @@ int cmd_calibrate_probe(const std::string& out, index_t largest) {
     }
     j[shm ? "shm" : "messages"] = pts;
   }
+  j["hosts"] = ps::rank_hosts(comm);  // collective; rank 0 gets both
   if (comm.rank() == 0) write_file_atomic(out, j.dump());
   return 0;
 }

@@ -118,8 +118,9 @@ def node_lost(mpiexec, asgd, tmp, env):
         raise CheckFailed("the job went on 30 s after a node's ranks were killed")
     took = time.time() - t0
     check(p.returncode != 0 and took < 10, f"job ended after {took:.1f} s, rc {p.returncode}")
-    check("asgd-node3" in err, f"the lost node is not named: {err[-400:]}")
-    print(f"cluster_test: node 3's ranks killed: the job ended in {took:.2f} s (rc {p.returncode})")
+    named = [ln.strip() for ln in err.splitlines() if "asgd-node3" in ln and "rank" in ln]
+    check(named, f"no line names the lost rank and its node: {err[-600:]}")
+    print(f"cluster_test: node 3's ranks killed: the job ended in {took:.2f} s (rc {p.returncode}): {named[0]}")
     rc, _, err = sh(cmd(res, 600), timeout=240, env=env)
     check(rc == 0, f"resume: rc {rc}: {err[-600:]}")
     ref = os.path.join(tmp, "ref")
@@ -135,15 +136,75 @@ def node_lost(mpiexec, asgd, tmp, env):
     print(f"cluster_test: resumed and uninterrupted runs agree: {counts(res)} (updates, samples)")
 
 
+SUITE = """name: spread
+mode: real
+base:
+  model: mlp
+  dataset: {kind: synthetic, shape: [8, 8, 1], classes: 4, n_train: 512, n_test: 64}
+  batch: 16
+  epochs: 1
+axes:
+  learners: [2, 4]
+seeds: [1]
+resources: {servers: 2, time_limit: "00:05:00"}
+"""
+
+
+def slurm_suite(asgd, src, tmp, env):
+    """A suite whose shapes span nodes (4 and 6 ranks, 2 CPUs a node) through the emulated Slurm."""
+    suite = os.path.join(tmp, "spread.yaml")
+    with open(suite, "w") as f:
+        f.write(SUITE)
+    res = os.path.join(tmp, "slurm-results")
+    on1 = [os.path.join(DIR, "bin", "on-node"), "asgd-node1"]
+    rc, out, err = sh(on1 + [asgd, "sweep", "submit", suite, "--results", res, "--site", "emulated-cluster",
+                             "--sites-dir", os.path.join(src, "slurm", "sites")], env=env)
+    check(rc == 0, f"sweep submit: rc {rc}: {out[-300:]} {err[-600:]}")
+    t_end = time.time() + 240
+    while time.time() < t_end:
+        rc, q, _ = sh(on1 + ["squeue", "-h"], env=env)
+        if rc == 0 and not q.strip():
+            break
+        time.sleep(0.5)
+    check(time.time() < t_end, "the suite's jobs still queued after 240 s")
+    runs = sorted(os.path.join(res, "spread", "runs", f) for f in os.listdir(os.path.join(res, "spread", "runs"))
+                  if f.endswith(".h5")) if os.path.isdir(os.path.join(res, "spread", "runs")) else []
+    if len(runs) != 2:
+        logs = os.path.join(res, "spread", "logs")
+        tail = "".join(open(os.path.join(logs, f)).read()[-400:] for f in sorted(os.listdir(logs))) if os.path.isdir(logs) else ""
+        raise CheckFailed(f"{len(runs)} of 2 result files; logs: {tail}")
+    spans = []
+    for path in runs:
+        with h5py.File(path) as f:
+            machine = json.loads(f.attrs["machine"])
+            st = f.attrs["status"]
+            st = st.decode() if isinstance(st, bytes) else str(st)
+            check(st == "completed", f"{path}: status {st}")
+        spans.append(len(machine["nodes"]))
+        check(len(machine["rank_nodes"]) == machine["ranks"], f"{path}: rank_nodes {machine['rank_nodes']}")
+    check(sorted(spans) == [2, 3], f"the shapes of 4 and 6 ranks ran on {sorted(spans)} nodes, not 2 and 3")
+    report = os.path.join(res, "spread", "report", "report.md")
+    check(os.path.getsize(report) > 0 if os.path.exists(report) else False, "the report job wrote no report")
+    print(f"cluster_test: a suite through the emulated Slurm: 2 runs on {sorted(spans)} nodes, report written")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--asgd", required=True)
     ap.add_argument("--cluster", required=True)
     a = ap.parse_args()
-    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "tc", "nsenter", "unshare")):
-        print("cluster_test: skipped (needs root, ip, tc, nsenter)")
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "tc", "nsenter", "unshare", "mpirun.openmpi", "slurmctld")):
+        print("cluster_test: skipped (needs root, ip, tc, nsenter, unshare, Open MPI and Slurm: "
+              "tools/setup.sh --cluster --slurm)")
+        return 77
+    if not os.access(a.asgd, os.X_OK):
+        print(f"cluster_test: skipped ({a.asgd} not built: cmake --preset ompi && cmake --build build/ompi)")
         return 77
     env = dict(os.environ, ASGD_CLUSTER_DIR=DIR, OPENBLAS_NUM_THREADS="1")
+    # Open MPI under srun: what `tools/cluster.sh env` prints
+    slurm_env = dict(env, SLURM_CONF=os.path.join(DIR, "slurm", "slurm.conf"), OMPI_MCA_pml="ob1",
+                     OMPI_MCA_btl="tcp,vader,self", OMPI_MCA_btl_tcp_if_include="eth0",
+                     OMPI_MCA_oob_tcp_if_include="eth0")
     os.environ.update(ASGD_CLUSTER_DIR=DIR)
     cl = os.path.abspath(a.cluster)
     asgd = os.path.abspath(a.asgd)
@@ -152,7 +213,7 @@ def main():
             if os.path.exists(DIR):
                 sh([cl, "down"])
             bad_inputs(cl)
-            rc, out, err = sh([cl, "up", "3", "--link", "1gbit"])
+            rc, out, err = sh([cl, "up", "3", "--link", "1gbit", "--cpus", "2", "--slurm"])
             check(rc == 0, f"up: {err}")
             rc, _, err = sh([cl, "up", "3"])
             check(rc == 2 and "already up" in err, f"up twice: rc {rc} {err!r}")
@@ -160,6 +221,7 @@ def main():
             check(rc == 0 and out.count("1gbit") == 3, f"status: {out}")
             protocols(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             node_lost(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
+            slurm_suite(asgd, os.path.dirname(os.path.dirname(cl)), tmp, slurm_env)
         finally:
             rc, _, err = sh([cl, "down"])
         check(rc == 0, f"down: {err}")
