@@ -369,11 +369,52 @@ void submit_report(const Submission& sub) {
 
 }  // namespace
 
+// Each resource shape asked of Slurm as its array would ask (`sbatch --test-only`, the
+// script on stdin; nothing is queued or written): a shape no node set of the partition can
+// hold (more ranks or CPUs than the cluster has) is refused here, before anything is made,
+// instead of pending for ever (reason PartitionConfig).
+void check_shapes_fit(const Suite& s, const Site& site, const std::string& site_name, bool exclusive) {
+  for (const auto& group : group_by_shape(s)) {
+    const Run& first = *group.front();
+    const int gpus = first.config.virtual_learners ? 0 : first.config.learners * s.resources.gpus_per_learner;
+    std::string script = fmt::format("#!/bin/bash\n#SBATCH --ntasks={}\n#SBATCH --cpus-per-task={}\n", first.ranks,
+                                     s.resources.cpus_per_rank);
+    if (gpus > 0) script += fmt::format("#SBATCH --gpus={}\n", gpus);
+    if (exclusive) script += "#SBATCH --exclusive\n";
+    script += header(site) + "true\n";
+    const fs::path tmp = fs::temp_directory_path() / fmt::format("asgd-fit-{}.sbatch", getpid());
+    write_file_atomic(tmp.string(), script, false);
+    const std::string cmd = "sbatch --test-only " + shell_quote(tmp.string()) + " 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string out;
+    if (f != nullptr) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, f)) out += buf;
+    }
+    const int rc = f != nullptr ? pclose(f) : -1;
+    fs::remove(tmp);
+    if (rc == 0) continue;
+    std::string why;
+    for (std::size_t a = 0, b; a < out.size(); a = b + 1) {  // the last line that says something
+      b = out.find('\n', a);
+      if (b == std::string::npos) b = out.size();
+      if (b > a) why = out.substr(a, b - a);
+    }
+    throw Error(fmt::format("suite {}: shape {} ({} ranks x {} CPUs{}) does not fit partition '{}' of site '{}': "
+                            "sbatch --test-only: {}",
+                            s.name, first.shape, first.ranks, s.resources.cpus_per_rank,
+                            gpus > 0 ? fmt::format(", {} GPUs", gpus) : std::string(),
+                            site.partition.empty() ? std::string("(default)") : site.partition, site_name,
+                            why.empty() ? std::string("refused") : why));
+  }
+}
+
 int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& opt) {
   std::string root, self;
   check_inputs(s, results_dir, opt, root, self);
   Submission sub{s, opt, load_site(opt.sites_dir, opt.site), suite_paths(s, results_dir), {}, root, self, "", 0, false,
                  {}, "", 0};
+  if (!opt.dry_run) check_shapes_fit(s, sub.site, opt.site, sub.site.exclusive || s.resources.exclusive);
   sub.configs = write_configs(s, sub.p);
   fs::create_directories(sub.p.slurm);
   fs::create_directories(sub.p.logs);

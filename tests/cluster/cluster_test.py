@@ -186,6 +186,18 @@ def slurm_suite(asgd, src, tmp, env):
     report = os.path.join(res, "spread", "report", "report.md")
     check(os.path.getsize(report) > 0 if os.path.exists(report) else False, "the report job wrote no report")
     print(f"cluster_test: a suite through the emulated Slurm: 2 runs on {sorted(spans)} nodes, report written")
+    # a shape larger than the cluster (10 ranks, 6 CPUs): refused before anything is made
+    big = os.path.join(tmp, "big.yaml")
+    with open(big, "w") as f:
+        f.write(SUITE.replace("name: spread", "name: big").replace("learners: [2, 4]", "learners: [8]"))
+    res = os.path.join(tmp, "big-results")
+    rc, out, err = sh(on1 + [asgd, "sweep", "submit", big, "--results", res, "--site", "emulated-cluster",
+                             "--sites-dir", os.path.join(src, "slurm", "sites")], env=env)
+    lines = err.strip().splitlines()
+    check(rc == 2 and len(lines) == 1 and "does not fit" in lines[0] and "10 ranks" in lines[0],
+          f"a suite larger than the cluster: rc {rc}, stderr {err!r}")
+    check(not os.path.exists(res), f"a refused suite left {res}")
+    print(f"cluster_test: a suite larger than the cluster refused: {lines[0]}")
 
 
 def main():

@@ -34,9 +34,11 @@ for name in srun scontrol squeue module; do
 done
 # sbatch: logs its argv, then the #SBATCH arguments of the script (last
 # argument) as sbatch's parser splits them, to log/sbatch-args.<n>; prints a
-# job id as `sbatch --parsable` does.
+# job id as `sbatch --parsable` does; `--test-only` says a shape fits.
 cat >"$work/bin/sbatch" <<EOF
 #!/usr/bin/env bash
+# --test-only (submit asks whether each shape fits before it makes anything): it fits
+[[ \$1 == --test-only ]] && { echo "sbatch: Job 4199 to start at now" >&2; exit 0; }
 name=sbatch
 $stub_common
 bash "$work/bin/sbatch-args" "\${@: -1}" >"\$STUB_LOG/sbatch-args.\$n" || exit 1
