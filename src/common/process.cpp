@@ -14,13 +14,40 @@
 
 #include "common/error.hpp"
 
+extern char** environ;
+
 namespace asgd {
+
+namespace {
+
+bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+
+// An environment entry NAME=VALUE that an MPI launcher set for this process.
+bool launcher_set(const char* e) {
+  for (const char* p : {"PMI_", "PMIX_", "ORTE_", "OPAL_", "HYDI_"})
+    if (starts_with(e, p)) return true;
+  if (!starts_with(e, "OMPI_")) return false;
+  if (starts_with(e, "OMPI_ALLOW_RUN_AS_ROOT")) return false;
+  if (!starts_with(e, "OMPI_MCA_")) return true;
+  // the MCA settings of Open MPI's singleton start, not the user's
+  for (const char* p : {"OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_orte_"})
+    if (starts_with(e, p)) return true;
+  return false;
+}
+
+}  // namespace
 
 pid_t spawn_process(const std::vector<std::string>& args, int out_fd, const SpawnOptions& opt) {
   if (args.empty()) throw Error("cannot start a process: nothing to run");
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  std::vector<char*> envp;  // built before fork: only async-signal-safe calls in the child
+  if (opt.without_launcher_env) {
+    for (char** e = environ; *e != nullptr; ++e)
+      if (!launcher_set(*e)) envp.push_back(*e);
+    envp.push_back(nullptr);
+  }
   int ready[2];  // exec failures come back through a close-on-exec pipe
   if (::pipe2(ready, O_CLOEXEC) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
   const pid_t parent = ::getpid();
@@ -45,7 +72,10 @@ pid_t spawn_process(const std::vector<std::string>& args, int out_fd, const Spaw
     ::dup2(in, STDIN_FILENO);
     ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(out_fd, STDERR_FILENO);
-    ::execvp(argv[0], argv.data());
+    if (opt.without_launcher_env)
+      ::execvpe(argv[0], argv.data(), envp.data());
+    else
+      ::execvp(argv[0], argv.data());
     const int err = errno;
     const ssize_t w = ::write(ready[1], &err, sizeof err);
     (void)w;
@@ -69,7 +99,7 @@ std::string run_process(const std::vector<std::string>& argv, const std::string&
   if (out < 0) return fmt::format("cannot start {}: {}", argv[0], std::strerror(errno));
   pid_t pid = 0;
   try {
-    pid = spawn_process(argv, out);
+    pid = spawn_process(argv, out, {.without_launcher_env = true});
   } catch (const Error& e) {
     ::close(out);
     return e.what();

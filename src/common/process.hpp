@@ -14,6 +14,11 @@ struct SpawnOptions {
   // The child gets SIGTERM from the kernel when this process dies, even by
   // kill -9 (PR_SET_PDEATHSIG, kept across exec).
   bool die_with_parent = false;
+  // The child does not inherit what an MPI launcher (or MPI's singleton start) set for this
+  // process: PMI_*, PMIX_*, ORTE_*, OPAL_*, HYDI_*, and OMPI_* other than the user's own
+  // OMPI_MCA_ settings and OMPI_ALLOW_RUN_AS_ROOT*. An mpiexec started from an MPI process
+  // would otherwise take itself for one of that process's ranks.
+  bool without_launcher_env = false;
 };
 
 // Starts argv (argv[0] looked up in PATH) with stdin from /dev/null and
@@ -22,7 +27,7 @@ struct SpawnOptions {
 // asgd::Error "cannot start <argv[0]>: <reason>" when it cannot.
 pid_t spawn_process(const std::vector<std::string>& argv, int out_fd, const SpawnOptions& opt = {});
 
-// Runs argv (as spawn_process) with stdout and stderr to log_path, waiting up
+// Runs argv (as spawn_process, without_launcher_env) with stdout and stderr to log_path, waiting up
 // to timeout_s (then SIGKILL). Returns "" on exit status 0, else what went
 // wrong ("exit status 1", "killed by signal 9", "cannot start ...: ...",
 // "timed out after 60 s").

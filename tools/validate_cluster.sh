@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The performance model across nodes: brings up the emulated cluster (tools/cluster.sh) with
+# one node per rank, calibrates with the link probe run between two of its nodes, then runs
+# each configuration for real across the nodes and on virtual learners with that profile, and
+# prints predicted against measured (tools/validate_model.py's table and bounds).
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: sudo tools/validate_cluster.sh [-l RATE] [-L "1 2 4"] [-S "1 2"] [-p "hardsync"] [-u N]
+                                      [-r N] [-o OUT] [-h]
+
+  -l RATE  every node's link, both directions (tc syntax; default 200mbit)
+  -L LIST  learner counts (default "1 2 4")
+  -S LIST  server shard counts (default "1 2")
+  -p LIST  protocols of hardsync, softsync (n = L), nsync (n_sync 4) (default "hardsync")
+  -u N     updates of a hardsync run (default 12; softsync N x L pushes, nsync N x L / 4 rounds)
+  -r N     real runs per configuration, their median measured (default 1)
+  -o OUT   working folder (default /tmp/asgd-validate-cluster): profile, results, logs, table.md
+  -h       this help
+
+lenet (3.3M parameters, 13 MB a push or a pull), batch 64, seed 7. Rank r runs on node r + 1:
+the S shards and the L learners each on a node of their own, L + S nodes. The cluster is
+brought up (and taken down at the end) unless one is up already. Needs root, the ompi preset's
+asgd (build/ompi/asgd, or set ASGD) and tools/setup.sh --cluster. Exit 1 when a run is outside
+the bounds (throughput within 10%, mean staleness within 10% or 0.1 absolute below 1).
+USAGE
+}
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rate=200mbit learners="1 2 4" shards="1 2" protocols=hardsync updates=12 repeats=1
+out=/tmp/asgd-validate-cluster
+while getopts ":l:L:S:p:u:r:o:h" opt; do
+  case "$opt" in
+    l) rate="$OPTARG" ;;
+    L) learners="$OPTARG" ;;
+    S) shards="$OPTARG" ;;
+    p) protocols="$OPTARG" ;;
+    u) updates="$OPTARG" ;;
+    r) repeats="$OPTARG" ;;
+    o) out="$OPTARG" ;;
+    h) usage; exit 0 ;;
+    *) echo "validate_cluster.sh: bad option -$OPTARG (see -h)" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+die() { echo "validate_cluster.sh: $*" >&2; exit 2; }
+(( $# == 0 )) || die "unexpected argument '$1' (see -h)"
+for v in $learners $shards; do [[ $v =~ ^[1-9][0-9]?$ ]] || die "-L/-S want counts 1..99, not '$v'"; done
+for p in $protocols; do [[ $p =~ ^(hardsync|softsync|nsync)$ ]] || die "-p: '$p' is not hardsync, softsync or nsync"; done
+[[ $updates =~ ^[1-9][0-9]{0,3}$ ]] || die "-u wants 1..9999, not '$updates'"
+[[ $repeats =~ ^[1-9]$ ]] || die "-r wants 1..9, not '$repeats'"
+[[ $(id -u) -eq 0 ]] || die "needs root (tools/cluster.sh)"
+asgd="${ASGD:-$root/build/ompi/asgd}"
+[[ -x $asgd ]] || die "no $asgd (cmake --preset ompi && cmake --build build/ompi, or set ASGD)"
+
+max() { local m=0 v; for v in "$@"; do (( v > m )) && m=$v; done; echo "$m"; }
+nodes=$(( $(max $learners) + $(max $shards) ))
+(( nodes >= 2 )) || nodes=2
+D=${ASGD_CLUSTER_DIR:-/run/asgd-cluster}
+made=0
+if [[ -f $D/nodes ]]; then
+  have=$(wc -l <"$D/nodes")
+  (( have >= nodes )) || die "the cluster that is up has $have nodes; $nodes wanted (tools/cluster.sh down first)"
+else
+  "$root/tools/cluster.sh" up "$nodes" --link "$rate" >&2
+  made=1
+fi
+cleanup() { (( made )) && "$root/tools/cluster.sh" down >&2 || true; }
+trap cleanup EXIT
+mpiexec="$D/bin/mpiexec"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+mkdir -p "$out"
+rm -rf "$out/results"
+pairs="$out/pairs.tsv"
+: >"$pairs"
+
+echo "calibrating: $asgd calibrate --mpiexec $mpiexec (the link probe between asgd-node1 and asgd-node2)" >&2
+"$asgd" calibrate --out "$out/profile.yaml" --models lenet --mpiexec "$mpiexec" >"$out/calibrate.log" 2>&1 ||
+  { cat "$out/calibrate.log" >&2; exit 1; }
+
+common=(--model lenet --eval-every 100 --seed 7)
+for L in $learners; do
+  for S in $shards; do
+    for p in $protocols; do
+      steps=$updates extra=()
+      case $p in
+        softsync) steps=$((updates * L)); extra=(--n "$L") ;;
+        nsync) steps=$(( (updates * L + 3) / 4 )); extra=(--n-sync 4) ;;
+      esac
+      args=("${common[@]}" --learners "$L" --servers "$S" --protocol "$p" --max-steps "$steps" "${extra[@]}")
+      echo "== lenet L=$L S=$S $p over $((L + S)) nodes" >&2
+      "$asgd" train "${args[@]}" --virtual --timing normal --profile "$out/profile.yaml" --results "$out/results" \
+        --suite virtual -q >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
+      line="lenet L=$L S=$S $p	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
+      for r in $(seq "$repeats"); do
+        "$mpiexec" -n $((L + S)) "$asgd" train "${args[@]}" --results "$out/results" --suite "real$r" -q \
+          >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
+        line="$line	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)"
+      done
+      printf '%s\n' "$line" >>"$pairs"
+    done
+  done
+done
+echo "links $rate; $(grep -m1 -i 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) CPUs; commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" |
+  tee "$out/table.md"
+/usr/bin/python3 "$root/tools/validate_model.py" "$pairs" | tee -a "$out/table.md"
