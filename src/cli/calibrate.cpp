@@ -348,7 +348,12 @@ int cmd_calibrate_probe(const std::string& out, index_t largest) {
     try {
       for (index_t n : sizes) {
         const double bytes = 4.0 * static_cast<double>(n);
-        const int iters = static_cast<int>(std::clamp(4e8 / bytes, 10.0, 400.0));
+        // about 400 MB or 1 s of exchanges, whichever is less (a slow link: 3 at least);
+        // one exchange first says how long one takes (both ranks agree on the count)
+        const double one = ps::exchange_seconds(comm, n, 1, shm);
+        double each = one;
+        MPI_Allreduce(&one, &each, 1, MPI_DOUBLE, MPI_MAX, comm.get());
+        const int iters = static_cast<int>(std::clamp(std::min(4e8 / bytes, 1.0 / std::max(each, 1e-9)), 3.0, 400.0));
         std::vector<double> t;
         for (int r = 0; r < 3; ++r) t.push_back(ps::exchange_seconds(comm, n, iters, shm));
         std::sort(t.begin(), t.end());

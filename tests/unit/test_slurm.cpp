@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/process.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/slurm.hpp"
 #include "sweep/suite.hpp"
@@ -294,4 +295,27 @@ TEST(Slurm, ThreadsPerRankFromCpusPerRank) {
   }
   EXPECT_EQ(scripts, 1);
   fs::remove_all(dir);
+}
+
+// A process asgd starts (an mpiexec for calibrate's probes) must not inherit what an MPI
+// launcher or Open MPI's singleton start set for asgd itself; the user's own settings stay.
+TEST(Process, ChildrenDoNotInheritTheLaunchersEnvironment) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("asgd-env-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::pair<const char*, const char*>> set = {
+      {"PMI_RANK", "3"},          {"PMIX_NAMESPACE", "x"},   {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_MCA_ess", "singleton"},
+      {"OMPI_MCA_pmix", "^s1"},   {"ORTE_SCHIZO", "x"},      {"OPAL_PREFIX", "/x"},         {"HYDI_CONTROL_FD", "9"},
+      {"OMPI_MCA_btl", "tcp,self"}, {"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"ASGD_KEEP_ME", "yes"}};
+  for (const auto& [k, v] : set) setenv(k, v, 1);
+  const std::string out = (dir / "env.txt").string();
+  EXPECT_EQ(asgd::run_process({"/bin/sh", "-c", "env > " + out}, (dir / "log").string(), 30), "");
+  std::ifstream in(out);
+  const std::string env = "\n" + std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  for (const char* gone : {"PMI_RANK=", "PMIX_NAMESPACE=", "OMPI_COMM_WORLD_RANK=", "OMPI_MCA_ess=", "OMPI_MCA_pmix=",
+                           "ORTE_SCHIZO=", "OPAL_PREFIX=", "HYDI_CONTROL_FD="})
+    EXPECT_EQ(env.find(std::string("\n") + gone), std::string::npos) << gone;
+  for (const char* kept : {"OMPI_MCA_btl=tcp,self", "OMPI_ALLOW_RUN_AS_ROOT=1", "ASGD_KEEP_ME=yes"})
+    EXPECT_NE(env.find(kept), std::string::npos) << kept;
+  for (const auto& [k, v] : set) unsetenv(k);
+  std::filesystem::remove_all(dir);
 }
