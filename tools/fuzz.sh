@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(suite site sbatch config idx idx_gz cifar results checkpoint profile)
+all=(suite site sbatch config idx idx_gz cifar results checkpoint profile bench)
 seconds=60
 case "${1:-}" in
   -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;

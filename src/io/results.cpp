@@ -1,5 +1,6 @@
 // Results files: root attributes plus /updates, /evals, /staleness, /learners
 // and /summary, as documented in results/README.md.
+#include "common/nesting.hpp"
 #include "io/results.hpp"
 
 #include "io/h5_util.hpp"
@@ -231,7 +232,7 @@ RunResult read_run_result(const Loc& loc) {
 
 RunEnd run_end_of(const std::string& config_json) {
   RunEnd end;
-  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(config_json);
   if (j.is_discarded() || !j.is_object()) return end;
   end.object = true;
   double n_sync = 1;
@@ -249,7 +250,7 @@ RunEnd run_end_of(const std::string& config_json) {
 namespace {
 
 bool is_json_object(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(text);
   return !j.is_discarded() && j.is_object();
 }
 
@@ -286,7 +287,7 @@ void first_bad_row(Problems& p, const char* table, std::size_t n, const char* co
 // The config fields reports read as counts: learners (1..65536, as train
 // allows) and batch (>= 1), when present (older files may lack one).
 void config_problems(const std::string& config_json, Problems& p) {
-  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(config_json);
   if (!j.is_object()) return;
   for (const auto& [key, most] : {std::pair<const char*, std::int64_t>{"learners", 65536}, {"batch", 1LL << 40}})
     if (j.contains(key) &&

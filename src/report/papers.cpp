@@ -1,6 +1,7 @@
 // The papers' published numbers beside ours, for suites that reproduce them.
 // Reference files: results/reference/<paper>.json (fields documented in
 // results/reference/README.md).
+#include <iterator>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "common/nesting.hpp"
 #include "common/error.hpp"
 #include "report/papers_detail.hpp"
 
@@ -80,7 +82,7 @@ constexpr const char* kPapers[] = {"paine2013", "zhang2015"};
 json load_reference(const std::string& path, const std::string& shown) {
   std::ifstream in(path);
   if (!in) throw Error(shown + ": cannot open the paper's reference file");
-  json j = json::parse(in, nullptr, false);
+  json j = parse_json_bounded<json>(std::string(std::istreambuf_iterator<char>(in), {}));
   if (j.is_discarded() || !j.is_object()) throw Error(shown + ": not a JSON object");
   if (!j.contains("claims") || !j["claims"].is_array()) throw Error(shown + ": no \"claims\" array");
   return j;
