@@ -8,7 +8,6 @@
 //    binary, `calibrate --link-probe`), over shared windows and over
 //    messages, sizes 4 KiB to the largest model, fitted to latency + bytes /
 //    bandwidth; the profile takes the transport real runs here use.
-#include <iterator>
 #include <fmt/format.h>
 #include <mpi.h>
 #include <spdlog/spdlog.h>
@@ -19,19 +18,20 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "common/nesting.hpp"
 #include "cli/calibrate.hpp"
 #include "cli/commands.hpp"
 #include "cli/kokkos_scope.hpp"
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "common/text.hpp"
+#include "common/nesting.hpp"
 #include "common/process.hpp"
 #include "common/runinfo.hpp"
+#include "common/text.hpp"
 #include "ps/exchange_probe.hpp"
 #include "ps/local_steps.hpp"
 #include "ps/run_parts.hpp"

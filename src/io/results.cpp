@@ -1,8 +1,8 @@
 // Results files: root attributes plus /updates, /evals, /staleness, /learners
 // and /summary, as documented in results/README.md.
-#include "common/nesting.hpp"
 #include "io/results.hpp"
 
+#include "common/nesting.hpp"
 #include "io/h5_util.hpp"
 
 #include <algorithm>

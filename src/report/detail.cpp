@@ -1,4 +1,3 @@
-#include "common/nesting.hpp"
 #include "report/detail.hpp"
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/nesting.hpp"
 #include "common/process.hpp"
 #include "common/text.hpp"
 

@@ -15,10 +15,10 @@
 
 #include <fmt/format.h>
 
-#include "common/nesting.hpp"
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/nesting.hpp"
 #include "common/text.hpp"
 #include "report/bench.hpp"
 #include "report/history_detail.hpp"

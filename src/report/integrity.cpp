@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "common/nesting.hpp"
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
+#include "common/nesting.hpp"
 #include "io/results.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"

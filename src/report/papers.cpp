@@ -1,20 +1,20 @@
 // The papers' published numbers beside ours, for suites that reproduce them.
 // Reference files: results/reference/<paper>.json (fields documented in
 // results/reference/README.md).
-#include <iterator>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "common/nesting.hpp"
 #include "common/error.hpp"
+#include "common/nesting.hpp"
 #include "report/papers_detail.hpp"
 
 namespace asgd::report::detail {

@@ -1,9 +1,10 @@
-#include "common/nesting.hpp"
 #include "report/predicted.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
+
+#include "common/nesting.hpp"
 
 namespace asgd::report::detail {
 

@@ -1,4 +1,3 @@
-#include "common/nesting.hpp"
 #include "sim/timing.hpp"
 
 #include <cmath>
@@ -8,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/nesting.hpp"
 
 namespace asgd::sim {
 
