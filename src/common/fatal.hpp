@@ -10,6 +10,10 @@
 // launcher end every other rank of the job, so the whole job ends within
 // seconds rather than at --stall-timeout or the Slurm time limit.
 //
+// The alternate stack is the main thread's (sigaltstack is per thread): a
+// fault in another thread (a Kokkos or OpenMP worker) prints the same line
+// from that thread's own stack, which serves unless that stack overflowed.
+//
 // MPI libraries install handlers of their own (UCX's prints "Caught signal
 // 11" and may then wait for a debugger or hang): install_fatal_handlers() is
 // called first thing in main() and again right after MPI_Init, and

@@ -233,9 +233,11 @@ void submit_group(Submission& sub, const std::vector<const Run*>& group, int sha
   std::string script = array_head(sub, first, name, n, runs_file, gpus);
   if (sub.s.mode == "micro") return submit_micro(sub, first, name, n, std::move(script));
   // A requeued task re-runs the same command: asgd train resumes from its
-  // checkpoint, and a finished run is skipped.
+  // checkpoint, and a finished run is skipped. --kill-on-bad-exit: a rank
+  // that dies (a fatal signal ends it with exit 128 + signal) ends the step's
+  // other ranks at once, not at --stall-timeout (Slurm's default keeps them).
   script += fmt::format(
-      "srun --mpi={mpi} -n {ranks} {self} train --config \"$config\" --progress-every 60\n"
+      "srun --mpi={mpi} --kill-on-bad-exit=1 -n {ranks} {self} train --config \"$config\" --progress-every 60\n"
       "rc=$?\n"
       "[[ $rc -eq 0 ]] || echo $rc > {logs}/\"$run_id\".failed\n"
       "exit $rc\n",
