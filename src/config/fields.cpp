@@ -309,7 +309,7 @@ std::vector<Field<C>> parallel_fields() {
          registered(p, "lr policy", c.lr_policy, protocol::rate_policies(), c);
        }},
       {.key = "merge", .member = &C::merge,
-       .option = {"--merge", "nsync: how the server merges a change: sum, mean, server-sgd or adagrad"},
+       .option = {"--merge", "nsync: how the server merges a change: sum, mean, server-sgd or adagrad (default sum)"},
        .suite = {.check_alone = false, .token = "merge"},
        .check = [](const C& c, Problems& p) {
          registered(p, "merge rule", merge_rule(c), protocol::merge_rules(), c);
