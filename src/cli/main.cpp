@@ -80,7 +80,6 @@ struct MpiScope {
   bool active = false;
   MpiScope(int* argc, char*** argv, bool wanted) : active(wanted) {
     if (!active) return;
-    asgd::prepare_mpi_error_handling();
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     asgd::install_fatal_handlers();
@@ -332,6 +331,7 @@ int run_reporting_errors(Args& a) {
 
 int main(int argc, char** argv) {
   asgd::install_fatal_handlers();
+  asgd::prepare_mpi_error_handling();  // for the mpiexec this process starts (sweep run, calibrate)
   asgd::ensure_blas_core(argc, argv);
   spdlog::set_pattern("[%H:%M:%S] %v");
 

@@ -15,11 +15,13 @@
 // from that thread's own stack, which serves unless that stack overflowed.
 //
 // MPI libraries install handlers of their own (UCX's prints "Caught signal
-// 11" and may then wait for a debugger or hang): install_fatal_handlers() is
-// called first thing in main() and again right after MPI_Init, and
-// prepare_mpi_error_handling() tells UCX, before MPI_Init, to leave signals
-// alone (UCX_HANDLE_ERRORS=none, UCX_ERROR_SIGNALS empty) unless the user
-// set those variables.
+// 11" and may then wait for a debugger or hang). UCX installs them when its
+// library is loaded, before main(), and MPI_Init may again:
+// install_fatal_handlers() is called first thing in main() and again right
+// after MPI_Init. prepare_mpi_error_handling() sets UCX_HANDLE_ERRORS=none
+// and an empty UCX_ERROR_SIGNALS (unless the user set them) for the
+// processes this one starts (`sweep run`'s and calibrate's mpiexec), which
+// then never install UCX's handlers; sweep submit's scripts export the same.
 #include <string>
 
 namespace asgd {
