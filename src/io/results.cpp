@@ -249,11 +249,6 @@ RunEnd run_end_of(const std::string& config_json) {
 
 namespace {
 
-bool is_json_object(const std::string& text) {
-  const auto j = parse_json_bounded<nlohmann::json>(text);
-  return !j.is_discarded() && j.is_object();
-}
-
 std::string cut(const std::string& v) {
   std::string s;
   for (char ch : v.substr(0, 60)) s += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
@@ -308,11 +303,15 @@ void header_problems(const RunResult& r, Problems& p) {
              return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
            }),
        "run_id \"" + cut(r.run_id) + "\" is not a file name");
-  need(is_json_object(r.config_json), "config is not a JSON object: \"" + cut(r.config_json) + "\"");
+  auto json_object = [&](const char* what, const std::string& text) {  // too deep: said as such
+    if (const std::string deep = json_nesting_problem(text, what); !deep.empty()) return need(false, deep);
+    need(parse_json_bounded<nlohmann::json>(text).is_object(),
+         std::string(what) + " is not a JSON object: \"" + cut(text) + "\"");
+  };
+  json_object("config", r.config_json);
   config_problems(r.config_json, p);
-  need(is_json_object(r.timing_model_json),
-       "timing_model is not a JSON object: \"" + cut(r.timing_model_json) + "\"");
-  need(is_json_object(r.machine_json), "machine is not a JSON object: \"" + cut(r.machine_json) + "\"");
+  json_object("timing_model", r.timing_model_json);
+  json_object("machine", r.machine_json);
   // the training interval: both or neither, finite, in order
   need(std::isnan(r.train_started) == std::isnan(r.train_finished) &&
            (std::isnan(r.train_started) ||
