@@ -3,7 +3,7 @@
 #   tools/fuzz.sh [SECONDS] [TARGET...]
 # SECONDS per target (default 60), one target after another; TARGETs by name
 # (fuzz_suite or suite; default all: suite site sbatch config idx idx_gz cifar
-# results checkpoint profile). Builds the `fuzz` preset when needed (clang, libFuzzer,
+# results checkpoint profile bench). Builds the `fuzz` preset when needed (clang, libFuzzer,
 # ASan + UBSan; ASGD_BUILD_JOBS parallel jobs, default all cores), makes the
 # seed corpora (tests/fuzz/make_seeds.py, into build/fuzz/seeds.<pid>), keeps each
 # target's corpus in build/fuzz/corpus/<target> (git-ignored, grows from run to
@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(suite site sbatch config idx idx_gz cifar results checkpoint profile)
+all=(suite site sbatch config idx idx_gz cifar results checkpoint profile bench)
 seconds=60
 case "${1:-}" in
   -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;

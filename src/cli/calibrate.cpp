@@ -18,6 +18,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -27,8 +28,10 @@
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/nesting.hpp"
 #include "common/process.hpp"
 #include "common/runinfo.hpp"
+#include "common/text.hpp"
 #include "ps/exchange_probe.hpp"
 #include "ps/local_steps.hpp"
 #include "ps/mpi_util.hpp"
@@ -180,7 +183,7 @@ void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) 
                                        "--largest", std::to_string(largest)}, log, 300);
   if (!err.empty()) throw Error(fmt::format("calibrate: the link probe failed ({}); its output: {}", err, log));
   std::ifstream in(out);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(std::string(std::istreambuf_iterator<char>(in), {}));
   if (!j.is_object() || !j.contains("messages")) throw Error("calibrate: the link probe wrote no result: " + out);
   const bool shm = j.contains("shm");
   const auto [a, b] = fit(j[shm ? "shm" : "messages"]);
@@ -221,7 +224,7 @@ void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
                                        "--steps", std::to_string(o.steps)}, log, 600);
   if (!err.empty()) throw Error(fmt::format("calibrate: the cores probe failed ({}); its output: {}", err, log));
   std::ifstream in(out);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(std::string(std::istreambuf_iterator<char>(in), {}));
   if (!j.is_object() || !j.contains("alone") || !j.contains("together"))
     throw Error("calibrate: the cores probe wrote no result: " + out);
   const double alone = j["alone"].get<double>(), together = j["together"].get<double>();
@@ -240,12 +243,17 @@ void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
 
 int cmd_calibrate(const CalibrateOptions& o) {
   // the profile's folder must take it: said before any measuring
-  const std::filesystem::path out_dir = std::filesystem::absolute(o.out).parent_path();
-  if (!std::filesystem::is_directory(out_dir) || ::access(out_dir.c_str(), W_OK) != 0)
+  // error_code forms: a link loop is refused here by name, never a raw filesystem_error
+  std::error_code ec;
+  const std::filesystem::path out_dir = std::filesystem::absolute(o.out, ec).parent_path();
+  if (!std::filesystem::is_directory(out_dir, ec) || ::access(out_dir.c_str(), W_OK) != 0)
     throw Error(fmt::format("--out {}: cannot write in {} (no such folder, or not writable)", o.out,
                             out_dir.string()));
-  if (std::filesystem::is_directory(o.out)) throw Error(fmt::format("--out {}: is a folder", o.out));
+  if (std::filesystem::is_directory(o.out, ec)) throw Error(fmt::format("--out {}: is a folder", o.out));
+  if ((void)std::filesystem::status(o.out, ec), ec && ec != std::errc::no_such_file_or_directory)
+    throw Error(fmt::format("--out {}: {}", o.out, ec.message()));
   check_writable(o.out);
+  if (!valid_utf8(o.name)) throw Error(fmt::format("--name '{}': not valid UTF-8", shorten(o.name)));
   // a model or batch twice would time (and write) the same entry twice
   for (std::size_t i = 0; i < o.models.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)

@@ -19,6 +19,7 @@
 #include "perf/profile.hpp"
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
+#include "common/fatal.hpp"
 #include "ps/mpi_train.hpp"
 #include "report/report.hpp"
 
@@ -71,13 +72,21 @@ void print_early_error(const char* kind, const std::string& msg) {
   if (launcher_rank() == 0) print_error(kind, msg);
 }
 
-// MPI lives for the whole process (singleton init when not under mpiexec).
+// MPI lives for the whole process (singleton init when not under mpiexec),
+// in the subcommands that use it (train, calibrate) only: the others never
+// load an MPI transport, its threads or its signal handlers. MPI_Init
+// installs the transport's handlers; ours are installed again after it.
 struct MpiScope {
-  MpiScope(int* argc, char*** argv) {
+  bool active = false;
+  MpiScope(int* argc, char*** argv, bool wanted) : active(wanted) {
+    if (!active) return;
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    asgd::install_fatal_handlers();
   }
-  ~MpiScope() { MPI_Finalize(); }
+  ~MpiScope() {
+    if (active) MPI_Finalize();
+  }
   MpiScope(const MpiScope&) = delete;
   MpiScope& operator=(const MpiScope&) = delete;
 };
@@ -213,7 +222,7 @@ void add_calibrate_command(CLI::App& app, Args& a) {
       "calibrate", "Measure this machine with the project's own code (compute per model, server update rate, "
                    "push and pull over MPI) and write a machine profile for virtual runs (--profile)");
   a.calibrate->add_option("--out,-o", c.out, "Profile to write (YAML)")->capture_default_str()->check(kNonEmpty);
-  a.calibrate->add_option("--name", c.name, "The profile's name (default: this host's)");
+  a.calibrate->add_option("--name", c.name, "The profile's name (default: this host's)")->check(kNonEmpty);
   a.calibrate->add_option("--models", c.models, "Models to time")->capture_default_str()->delimiter(',')
       ->check(CLI::IsMember(asgd::nn::model_names()));
   a.calibrate->add_option("--batch", c.batches, "Minibatch sizes to time")->capture_default_str()->delimiter(',')
@@ -321,6 +330,8 @@ int run_reporting_errors(Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  asgd::install_fatal_handlers();
+  asgd::prepare_mpi_error_handling();  // for the mpiexec this process starts (sweep run, calibrate)
   asgd::ensure_blas_core(argc, argv);
   spdlog::set_pattern("[%H:%M:%S] %v");
 
@@ -355,6 +366,13 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
 
-  MpiScope mpi(&argc, &argv);
+  try {
+    asgd::check_signal_injection();
+  } catch (const std::exception& e) {
+    print_early_error("error", e.what());
+    return kExitBadInput;
+  }
+  MpiScope mpi(&argc, &argv, *a.train || *a.calibrate);
+  asgd::inject_signal("main");
   return run_reporting_errors(a);
 }

@@ -112,7 +112,18 @@ void add_field(CLI::App& app, S& s, const config::Field<S>& f, TrainConfig& c);
 template <class S, class T>
 void add_member(CLI::App& app, S& s, const config::Option& o, T S::*m) {
   // CLI11 alone would saturate 99999999999999999999 to 2^63-1 and read 0x10 as 16.
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (config::is_optional_v<T>) {
+    // given is given, whatever the value (no sentinel): the configuration checks it
+    using V = typename T::value_type;
+    CLI::Option* opt = app.add_option_function<V>(
+        o.flag, [&s, m](const V& v) { s.*m = v; }, o.help);
+    if constexpr (std::is_same_v<V, std::string>)
+      opt->check(kNonEmpty);
+    else if constexpr (std::is_integral_v<V>)
+      opt->check(whole_in(std::numeric_limits<V>::min(), std::numeric_limits<V>::max()));
+    else
+      opt->check(kNumber);
+  } else if constexpr (std::is_same_v<T, bool>) {
     app.add_flag(o.flag, s.*m, o.help);
   } else if constexpr (std::is_same_v<T, std::vector<double>>) {
     app.add_option(o.flag, s.*m, o.help)

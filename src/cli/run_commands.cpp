@@ -12,6 +12,7 @@
 #include "cli/kokkos_scope.hpp"
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
+#include "common/fatal.hpp"
 #include "common/runinfo.hpp"
 #include "gpu/gpu.hpp"
 #include "io/results.hpp"
@@ -22,14 +23,22 @@
 
 namespace asgd::cli {
 
+namespace {
+bool mpi_started() {
+  int on = 0;
+  MPI_Initialized(&on);
+  return on != 0;
+}
+}  // namespace
+
 int world_rank() {
   int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  if (mpi_started()) MPI_Comm_rank(MPI_COMM_WORLD, &r);
   return r;
 }
 int world_size() {
   int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  if (mpi_started()) MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
 }
 
@@ -56,6 +65,7 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
     return 0;
   }
   KokkosScope kokkos(cfg.threads);
+  inject_signal("train");
   const auto out = cfg.virtual_learners ? sim::train_virtual(cfg, opt)
                    : distributed         ? ps::train_mpi(cfg, MPI_COMM_WORLD, opt)
                                          : ps::train_single(cfg, opt);

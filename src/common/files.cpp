@@ -29,6 +29,8 @@ std::string write_target(const std::string& path) {
     target = to.is_absolute() ? to : target.parent_path() / to;
   }
   const auto st = std::filesystem::status(target, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // a link loop, a path through a file
+    throw Error(fmt::format("{}: cannot write there: {}", path, ec.message()));
   if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
     throw Error(fmt::format("{}: is not a regular file ({}): refusing to replace it", path,
                             std::filesystem::is_directory(st) ? "a folder" : "a device, socket or pipe"));

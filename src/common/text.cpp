@@ -84,4 +84,31 @@ std::string fmt_duration(double s) {
   return fmt::format("{}s", t);
 }
 
+bool valid_utf8(const std::string& v) {
+  const auto* s = reinterpret_cast<const unsigned char*>(v.data());
+  const std::size_t n = v.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned c = s[i];
+    std::size_t len = 0;
+    unsigned cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f;
+    else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f;
+    else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07;
+    else return false;
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    const unsigned min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace asgd

@@ -17,6 +17,10 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
 // max_len characters, only letters, digits, '-', '_', '.'. Otherwise the
 // problem, naming `what` ("suite", "run id", "name").
 std::string name_problem(const std::string& what, const std::string& v, std::size_t max_len);
+// Whether v is valid UTF-8 (no overlong forms, surrogates or code points
+// above U+10FFFF): text stored in JSON (configurations, results files'
+// records, profiles' names) must be, and is checked when read.
+bool valid_utf8(const std::string& v);
 // "42s", "3m07s", "2h05m"; "?" for a negative or non-finite time.
 std::string fmt_duration(double seconds);
 

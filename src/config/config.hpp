@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,19 +47,21 @@ struct TrainConfig {
   std::string protocol = "hardsync";  // a registered protocol (src/protocol/registry.cpp)
   int softsync_n = 1;
   int n_sync = 1;
-  // Options of the protocols beyond the seeds; -1: the protocol's default
+  // Options of one protocol each; absent: not given, the protocol's default
   // (src/protocol: ssp 3, easgd tau 10 and alpha 0.9/L, dcasgd lambda 0.04).
-  int staleness = -1;                // ssp: clocks a learner may run ahead of the slowest
-  int tau = -1;                      // easgd: local steps between elastic exchanges
-  double alpha = -1;                 // easgd: elastic moving rate, in (0, 1)
-  double lambda_dc = -1;             // dcasgd: delay-compensation strength, >= 0
+  // Given, they are checked as given (in range, and only under their protocol).
+  std::optional<int> staleness;      // ssp: clocks a learner may run ahead of the slowest
+  std::optional<int> tau;            // easgd: local steps between elastic exchanges
+  std::optional<double> alpha;       // easgd: elastic moving rate, in (0, 1)
+  std::optional<double> lambda_dc;   // dcasgd: delay-compensation strength, >= 0
   std::string lr_policy = "constant";  // constant | staleness | mean-staleness
   // nsync: how the server merges a pushed change of weights
-  // (src/protocol/merge_rules.cpp); server_lr -1: the run's lr;
-  // server_momentum -1: the run's momentum.
-  std::string merge = "sum";         // sum | mean | server-sgd | adagrad
-  double server_lr = -1;
-  double server_momentum = -1;
+  // (src/protocol/merge_rules.cpp; absent: sum, merge_rule()); server_lr
+  // absent: the run's lr; server_momentum absent: the run's momentum. Given,
+  // each is refused under another protocol or merge rule, whatever its value.
+  std::optional<std::string> merge;  // sum | mean | server-sgd | adagrad
+  std::optional<double> server_lr;
+  std::optional<double> server_momentum;
   // Warm start: initial weights from this checkpoint file (a 1-shard
   // checkpoint of the same model), or from warm_steps single-learner steps.
   std::string warm_start;
@@ -76,6 +79,10 @@ struct TrainConfig {
   // server shards, links and cores with its figures (perf/cluster.hpp).
   std::string profile;
 };
+
+// The merge rule a run uses: the one given, else sum.
+inline constexpr const char* kDefaultMerge = "sum";
+inline std::string merge_rule(const TrainConfig& c) { return c.merge.value_or(kDefaultMerge); }
 
 // Longest name of a suite, and of a run id (a run id plus ".shardNN.h5" and
 // ".tmp.<pid>" must stay one file name of at most 255 bytes).

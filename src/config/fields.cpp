@@ -88,10 +88,11 @@ void owned_by(const char* owner, const char* flag, bool set, const C& c, Problem
 // An option of the server-sgd (and, for the rate, adagrad) merge rules only.
 void merge_option(Problems& p, const char* flag, bool set, const C& c, bool adagrad_too) {
   if (!set) return;
-  const bool ok = c.merge == "server-sgd" || (adagrad_too && c.merge == "adagrad");
+  const std::string m = merge_rule(c);
+  const bool ok = m == "server-sgd" || (adagrad_too && m == "adagrad");
   if (!ok)
     p.push_back(fmt::format("{} is an option of merge {}, not of merge {}", flag,
-                            adagrad_too ? "server-sgd or adagrad" : "server-sgd", shorten(c.merge)));
+                            adagrad_too ? "server-sgd or adagrad" : "server-sgd", shorten(m)));
 }
 
 }  // namespace
@@ -288,19 +289,19 @@ std::vector<Field<C>> parallel_fields() {
        .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }},
       {.key = "staleness", .member = &C::staleness,
        .option = {"--staleness", "ssp: clocks a learner may run ahead of the slowest (default 3)"},
-       .suite = {.check_alone = false, .token = "st"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness != -1, c, p); },
+       .suite = {.check_alone = false, .token = "st"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness.has_value(), c, p); },
        .only_if_changed = true},
       {.key = "tau", .member = &C::tau,
        .option = {"--tau", "easgd: local steps between elastic exchanges (default 10)"},
-       .suite = {.check_alone = false, .token = "tau"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--tau", c.tau != -1, c, p); },
+       .suite = {.check_alone = false, .token = "tau"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--tau", c.tau.has_value(), c, p); },
        .only_if_changed = true},
       {.key = "alpha", .member = &C::alpha,
        .option = {"--alpha", "easgd: elastic moving rate in (0, 1) (default 0.9 / learners)"},
-       .suite = {.check_alone = false, .token = "alpha"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--alpha", c.alpha != -1, c, p); },
+       .suite = {.check_alone = false, .token = "alpha"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--alpha", c.alpha.has_value(), c, p); },
        .only_if_changed = true},
       {.key = "lambda_dc", .member = &C::lambda_dc,
        .option = {"--lambda-dc", "dcasgd: delay-compensation strength >= 0 (default 0.04)"},
-       .suite = {.check_alone = false, .token = "ldc"}, .check = [](const C& c, Problems& p) { owned_by("dcasgd", "--lambda-dc", c.lambda_dc != -1, c, p); },
+       .suite = {.check_alone = false, .token = "ldc"}, .check = [](const C& c, Problems& p) { owned_by("dcasgd", "--lambda-dc", c.lambda_dc.has_value(), c, p); },
        .only_if_changed = true},
       {.key = "lr_policy", .member = &C::lr_policy, .option = {"--lr-policy", "constant, staleness or mean-staleness"},
        .suite = {.token = ""},
@@ -308,22 +309,22 @@ std::vector<Field<C>> parallel_fields() {
          registered(p, "lr policy", c.lr_policy, protocol::rate_policies(), c);
        }},
       {.key = "merge", .member = &C::merge,
-       .option = {"--merge", "nsync: how the server merges a change: sum, mean, server-sgd or adagrad"},
+       .option = {"--merge", "nsync: how the server merges a change: sum, mean, server-sgd or adagrad (default sum)"},
        .suite = {.check_alone = false, .token = "merge"},
        .check = [](const C& c, Problems& p) {
-         registered(p, "merge rule", c.merge, protocol::merge_rules(), c);
-         owned_by("nsync", "--merge", c.merge != "sum", c, p);
+         registered(p, "merge rule", merge_rule(c), protocol::merge_rules(), c);
+         owned_by("nsync", "--merge", c.merge.has_value(), c, p);
        },
        .only_if_changed = true},
       {.key = "server_lr", .member = &C::server_lr,
        .option = {"--server-lr", "nsync with merge server-sgd or adagrad: the server's rate (default lr)"},
        .suite = {.check_alone = false, .token = "slr"},
-       .check = [](const C& c, Problems& p) { merge_option(p, "--server-lr", c.server_lr != -1, c, true); },
+       .check = [](const C& c, Problems& p) { merge_option(p, "--server-lr", c.server_lr.has_value(), c, true); },
        .only_if_changed = true},
       {.key = "server_momentum", .member = &C::server_momentum,
        .option = {"--server-momentum", "nsync with merge server-sgd: the server's momentum (default --momentum)"},
        .suite = {.check_alone = false, .token = "smom"},
-       .check = [](const C& c, Problems& p) { merge_option(p, "--server-momentum", c.server_momentum != -1, c, false); },
+       .check = [](const C& c, Problems& p) { merge_option(p, "--server-momentum", c.server_momentum.has_value(), c, false); },
        .only_if_changed = true},
       {.key = "warm_start", .member = &C::warm_start,
        .option = {"--warm-start", "Initial weights from this checkpoint (1 shard, same model)"},

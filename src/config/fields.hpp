@@ -7,6 +7,8 @@
 // are all made from it; defaults are the struct's own (config.hpp).
 // Checks that involve several fields stay code (validate.cpp).
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -22,9 +24,18 @@ struct Nested {};
 struct Hwc {};
 
 // Where a field's value lives in S (TrainConfig or data::DatasetSpec).
+// std::optional members: "not given" is absence, never a value a user can type.
 template <class S>
 using Member = std::variant<std::string S::*, bool S::*, int S::*, std::int64_t S::*, std::uint64_t S::*,
-                            double S::*, std::vector<double> S::*, Nested, Hwc>;
+                            double S::*, std::vector<double> S::*, std::optional<int> S::*,
+                            std::optional<double> S::*, std::optional<std::string> S::*, Nested, Hwc>;
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_optional_v = is_optional<T>::value;
 
 // One `asgd train` option. flag: CLI11's names ("--batch,--mu"; a leading '!'
 // makes a flag that sets false); nullptr: not an option. The default shown in

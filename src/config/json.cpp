@@ -17,6 +17,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/hash.hpp"
+#include "common/nesting.hpp"
 #include "config/config.hpp"
 #include "config/fields.hpp"
 
@@ -123,6 +124,8 @@ void write_field(json& j, const S& s, const Field<S>& f) {
           }
         } else if constexpr (std::is_same_v<M, Hwc>) {
           if constexpr (std::is_same_v<S, data::DatasetSpec>) j[f.key] = {s.h, s.w, s.c};
+        } else if constexpr (config::is_optional_v<std::decay_t<decltype(s.*m)>>) {
+          if ((s.*m).has_value()) j[f.key] = *(s.*m);  // absent: not given
         } else {
           if (f.only_if_changed && s.*m == S{}.*m) return;
           j[f.key] = s.*m;
@@ -172,6 +175,14 @@ void read_fields(Reader& r, const json& j, S& s, const std::vector<Field<S>>& ta
             if constexpr (std::is_same_v<S, TrainConfig>) read_dataset(r, v, s.data);
           } else if constexpr (std::is_same_v<M, Hwc>) {
             if constexpr (std::is_same_v<S, data::DatasetSpec>) read_shape(r, v, k, s);
+          } else if constexpr (config::is_optional_v<std::decay_t<decltype(s.*m)>>) {
+            // files written before "not given" was absence held -1 for it (never written, but a
+            // stored configuration is read leniently)
+            if (!r.strict && v.is_number() && v.get<double>() == -1) return;
+            typename std::decay_t<decltype(s.*m)>::value_type x{};
+            const std::size_t before = r.problems.size();
+            r.get(v, k, x);
+            if (r.problems.size() == before) s.*m = x;
           } else {
             r.get(v, k, s.*m);
           }
@@ -217,6 +228,7 @@ TrainConfig load_config_file(const std::string& path) {
   const std::string text = read_text_file(path, "config file", shown);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(fmt::format("{}: config file is empty (expected a JSON object of config keys)", shown));
+  check_json_nesting(text, shown);
   json j;
   // a key given twice in one object is refused (nlohmann would keep the last)
   std::vector<std::set<std::string>> keys;
@@ -250,6 +262,8 @@ std::string config_hash(const TrainConfig& c) {
   nlohmann::json j = c;
   for (const auto& f : config::fields())
     if (!f.hashed) j.erase(f.key);
+  // merge sum given is the rule run without one: the same run id as ever
+  if (c.merge == kDefaultMerge) j.erase("merge");
   // replace: the same text as dump() for every valid config; a path that is
   // not UTF-8 (refused by validate(), but suites hash runs before validating
   // them) must not throw here.
@@ -269,6 +283,7 @@ void check_same_config(const TrainConfig& c, const std::string& stored_config_js
   TrainConfig old;
   try {
     // lenient: keys of another version of asgd are not this run's problem
+    check_json_nesting(stored_config_json, "stored configuration");
     read_config(json::parse(stored_config_json), old, false);
   } catch (const std::exception& e) {
     throw Error(fmt::format("{}: run {} already finished, but its stored configuration cannot be "

@@ -2,6 +2,7 @@
 // and /summary, as documented in results/README.md.
 #include "io/results.hpp"
 
+#include "common/nesting.hpp"
 #include "io/h5_util.hpp"
 
 #include <algorithm>
@@ -231,7 +232,7 @@ RunResult read_run_result(const Loc& loc) {
 
 RunEnd run_end_of(const std::string& config_json) {
   RunEnd end;
-  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(config_json);
   if (j.is_discarded() || !j.is_object()) return end;
   end.object = true;
   double n_sync = 1;
@@ -247,11 +248,6 @@ RunEnd run_end_of(const std::string& config_json) {
 }  // namespace h5
 
 namespace {
-
-bool is_json_object(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  return !j.is_discarded() && j.is_object();
-}
 
 std::string cut(const std::string& v) {
   std::string s;
@@ -286,7 +282,7 @@ void first_bad_row(Problems& p, const char* table, std::size_t n, const char* co
 // The config fields reports read as counts: learners (1..65536, as train
 // allows) and batch (>= 1), when present (older files may lack one).
 void config_problems(const std::string& config_json, Problems& p) {
-  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(config_json);
   if (!j.is_object()) return;
   for (const auto& [key, most] : {std::pair<const char*, std::int64_t>{"learners", 65536}, {"batch", 1LL << 40}})
     if (j.contains(key) &&
@@ -307,11 +303,15 @@ void header_problems(const RunResult& r, Problems& p) {
              return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
            }),
        "run_id \"" + cut(r.run_id) + "\" is not a file name");
-  need(is_json_object(r.config_json), "config is not a JSON object: \"" + cut(r.config_json) + "\"");
+  auto json_object = [&](const char* what, const std::string& text) {  // too deep: said as such
+    if (const std::string deep = json_nesting_problem(text, what); !deep.empty()) return need(false, deep);
+    need(parse_json_bounded<nlohmann::json>(text).is_object(),
+         std::string(what) + " is not a JSON object: \"" + cut(text) + "\"");
+  };
+  json_object("config", r.config_json);
   config_problems(r.config_json, p);
-  need(is_json_object(r.timing_model_json),
-       "timing_model is not a JSON object: \"" + cut(r.timing_model_json) + "\"");
-  need(is_json_object(r.machine_json), "machine is not a JSON object: \"" + cut(r.machine_json) + "\"");
+  json_object("timing_model", r.timing_model_json);
+  json_object("machine", r.machine_json);
   // the training interval: both or neither, finite, in order
   need(std::isnan(r.train_started) == std::isnan(r.train_finished) &&
            (std::isnan(r.train_started) ||

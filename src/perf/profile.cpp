@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/nesting.hpp"
 #include "common/text.hpp"
 
 namespace asgd::perf {
@@ -75,6 +77,8 @@ class Reader {
       return "";
     }
     if (!n.IsScalar()) fail(key, "want text");
+    // profiles' text goes into results files' JSON records
+    if (!valid_utf8(n.Scalar())) fail(key, fmt::format("'{}' is not valid UTF-8", shorten(n.Scalar())));
     return n.Scalar();
   }
 
@@ -164,20 +168,26 @@ std::string& search_dir() {
 void set_profile_search_dir(std::string dir) { search_dir() = std::move(dir); }
 
 std::string find_profile(const std::string& path) {
-  if (path.empty() || path.front() == '/' || search_dir().empty() || std::filesystem::exists(path)) return path;
+  // error_code forms: a link loop is the reader's to refuse (read_text_file), by name
+  std::error_code ec;
+  if (path.empty() || path.front() == '/' || search_dir().empty() || std::filesystem::exists(path, ec) ||
+      ec.value() == ELOOP)
+    return path;
   const std::string there = search_dir() + "/" + path;
-  return std::filesystem::exists(there) ? there : path;
+  return std::filesystem::exists(there, ec) ? there : path;
 }
 
 Profile read_profile(const std::string& path) {
   const Reader r(path);
   YAML::Node root;
   const std::string text = read_text_file(path, "profile file", "profile " + path);
+  check_yaml_text(text, "profile " + path);
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("profile {}: line {}: not YAML: {}", path, e.mark.line + 1, e.msg));
   }
+  check_yaml_depth(root, "profile " + path);
   if (!root.IsMap()) r.fail("(top)", "want a mapping of name, compute, link, server, ...");
   r.only(root, "", {"name", "description", "machine", "cores", "waiting_rank_load", "compute", "link", "server",
                    "inject"});

@@ -19,8 +19,7 @@ constexpr double kDefaultBeta = 0.9;  // the paper's beta = alpha * learners
 class Easgd final : public Protocol {
  public:
   explicit Easgd(const TrainConfig& cfg)
-      : tau_(cfg.tau < 0 ? kDefaultTau : cfg.tau),
-        alpha_(cfg.alpha < 0 ? kDefaultBeta / cfg.learners : cfg.alpha) {}
+      : tau_(cfg.tau.value_or(kDefaultTau)), alpha_(cfg.alpha.value_or(kDefaultBeta / cfg.learners)) {}
   const char* name() const override { return "easgd"; }
   int gradients_per_update() const override { return 1; }
   Push push() const override { return Push::elastic; }
@@ -34,10 +33,10 @@ class Easgd final : public Protocol {
 };
 
 void check_easgd(const TrainConfig& c, std::vector<std::string>& problems) {
-  if (c.tau != -1 && (c.tau < 1 || c.tau > 1000000))
-    problems.push_back(fmt::format("--tau {} must be in 1..1000000", c.tau));
-  if (c.alpha != -1 && !(c.alpha > 0 && c.alpha < 1))
-    problems.push_back(fmt::format("--alpha {} must be in (0, 1)", c.alpha));
+  if (c.tau && (*c.tau < 1 || *c.tau > 1000000))
+    problems.push_back(fmt::format("--tau {} must be in 1..1000000", *c.tau));
+  if (c.alpha && !(*c.alpha > 0 && *c.alpha < 1))
+    problems.push_back(fmt::format("--alpha {} must be in (0, 1)", *c.alpha));
 }
 
 }  // namespace

@@ -53,10 +53,10 @@ class Adagrad final : public MergeRule {
 };
 
 void check_merge(const TrainConfig& c, std::vector<std::string>& problems) {
-  if (c.server_lr != -1 && !(c.server_lr > 0 && c.server_lr < 1e6))
-    problems.push_back(fmt::format("--server-lr {} must be in (0, 1e6)", c.server_lr));
-  if (c.server_momentum != -1 && !(c.server_momentum >= 0 && c.server_momentum < 1))
-    problems.push_back(fmt::format("--server-momentum {} must be in [0, 1)", c.server_momentum));
+  if (c.server_lr && !(*c.server_lr > 0 && *c.server_lr < 1e6))
+    problems.push_back(fmt::format("--server-lr {} must be in (0, 1e6)", *c.server_lr));
+  if (c.server_momentum && !(*c.server_momentum >= 0 && *c.server_momentum < 1))
+    problems.push_back(fmt::format("--server-momentum {} must be in [0, 1)", *c.server_momentum));
 }
 
 template <class T>

@@ -11,7 +11,7 @@ namespace {
 
 class Nsync final : public Protocol {
  public:
-  explicit Nsync(const TrainConfig& cfg) : n_sync_(cfg.n_sync), merge_(cfg.merge) {}
+  explicit Nsync(const TrainConfig& cfg) : n_sync_(cfg.n_sync), merge_(merge_rule(cfg)) {}
   const char* name() const override { return "nsync"; }
   int gradients_per_update() const override { return 1; }
   Push push() const override { return Push::weights_delta; }

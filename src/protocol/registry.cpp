@@ -72,10 +72,10 @@ void check(const TrainConfig& cfg, std::vector<std::string>& problems) {
   else
     problems.push_back(fmt::format("lr policy '{}' unknown ({})", shorten(cfg.lr_policy),
                                    fmt::join(rate_policy_names(), ", ")));
-  if (const auto* m = find(merge_rules(), cfg.merge))
+  if (const auto* m = find(merge_rules(), merge_rule(cfg)))
     m->check(cfg, problems);
   else
-    problems.push_back(fmt::format("merge rule '{}' unknown ({})", shorten(cfg.merge),
+    problems.push_back(fmt::format("merge rule '{}' unknown ({})", shorten(merge_rule(cfg)),
                                    fmt::join(merge_rule_names(), ", ")));
 }
 
@@ -88,7 +88,7 @@ std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg) {
 }
 
 std::unique_ptr<MergeRule> make_merge_rule(const TrainConfig& cfg) {
-  return make(merge_rules(), cfg.merge, cfg, "merge rule");
+  return make(merge_rules(), merge_rule(cfg), cfg, "merge rule");
 }
 
 }  // namespace asgd::protocol

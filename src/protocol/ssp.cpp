@@ -14,7 +14,7 @@ constexpr int kDefaultStaleness = 3;
 
 class Ssp final : public Protocol {
  public:
-  explicit Ssp(const TrainConfig& cfg) : s_(cfg.staleness < 0 ? kDefaultStaleness : cfg.staleness) {}
+  explicit Ssp(const TrainConfig& cfg) : s_(cfg.staleness.value_or(kDefaultStaleness)) {}
   const char* name() const override { return "ssp"; }
   int gradients_per_update() const override { return 1; }
   bool may_reply(std::int64_t learner_clock, std::int64_t slowest) const override {
@@ -27,8 +27,8 @@ class Ssp final : public Protocol {
 };
 
 void check_ssp(const TrainConfig& c, std::vector<std::string>& problems) {
-  if (c.staleness < -1 || c.staleness > 1000000)
-    problems.push_back(fmt::format("--staleness {} must be in 0..1000000", c.staleness));
+  if (c.staleness && (*c.staleness < 0 || *c.staleness > 1000000))
+    problems.push_back(fmt::format("--staleness {} must be in 0..1000000", *c.staleness));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/fatal.hpp"
 #include "ps/local_steps.hpp"
 #include "ps/protocol.hpp"
 #include "ps/shards.hpp"
@@ -80,6 +81,7 @@ class Learner {
         eng_.grads_ready();
       else
         local_.elastic(eng_, centre_.data());  // the exchange with the centre last received
+      if (l_ == 0) inject_signal("learner");
       push(h, compute);
       stop = finish_receives(&totals_.wait_s, &totals_.pull_s);
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "common/fatal.hpp"
 #include "common/text.hpp"
 
 namespace asgd::ps {
@@ -82,6 +83,7 @@ io::RunResult Server::run() {
         break;
       case kPush:
         on_push(src);
+        if (k_ == 0) inject_signal("server");
         break;
       case kPullDone: {
         char dummy = 0;

@@ -85,11 +85,11 @@ double ShardCore::merge_delta(const nn::View& d) {
   // g = -d / (lr n_sync), applied with the server's rate (scheduled as the
   // run's) and, for server-sgd, its momentum; inc_ holds the server's
   // momentum or AdaGrad's sum of g*g
-  const double lr_s = cfg_.server_lr > 0 ? lr * cfg_.server_lr / cfg_.lr : lr;
+  const double lr_s = cfg_.server_lr ? lr * *cfg_.server_lr / cfg_.lr : lr;
   const auto inv = static_cast<real_t>(1.0 / (lr * rule_.local_steps())), rate = static_cast<real_t>(lr_s);
   const nn::View w = w_, acc = inc_;
   if (m.kind() == protocol::MergeKind::server_sgd) {
-    const auto mom = static_cast<real_t>(cfg_.server_momentum >= 0 ? cfg_.server_momentum : cfg_.momentum);
+    const auto mom = static_cast<real_t>(cfg_.server_momentum.value_or(cfg_.momentum));
     Kokkos::parallel_for(
         "asgd::server::merge_sgd", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
           acc(i) = mom * acc(i) - d(i) * inv;

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "report/bench.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
 
@@ -29,7 +30,7 @@ namespace {
 struct Input {
   bool bench = false;
   std::vector<std::string> files;  // folder: the results files
-  json doc;                        // bench: the parsed JSON
+  BenchFile file;                  // bench: the parsed JSON and its benchmarks
 };
 
 Input classify(const std::string& path) {
@@ -48,15 +49,11 @@ Input classify(const std::string& path) {
     throw Error(path + ": is an HDF5 file; compare takes a folder of results files (runs/*.h5) or a "
                        "Google Benchmark JSON file");
   }
-  in.doc = json::parse(bytes, nullptr, false);
-  if (in.doc.is_discarded()) {
+  in.file = read_bench_file(bytes, path);
+  if (!in.file.json_valid && in.file.problem == path + ": not valid JSON")
     throw Error(path + ": neither a results folder nor a Google Benchmark JSON file (not valid JSON)");
-  }
-  if (!in.doc.is_object() || !in.doc.contains("benchmarks") || !in.doc["benchmarks"].is_array()) {
-    throw Error(path + ": JSON without a \"benchmarks\" array: not a Google Benchmark output file "
-                       "(--benchmark_out=FILE --benchmark_out_format=json)");
-  }
-  if (in.doc["benchmarks"].empty()) throw Error(path + ": no benchmarks in the file");
+  if (!in.file.problem.empty()) throw Error(in.file.problem);
+  if (!in.file.bad_entries.empty()) throw Error(in.file.bad_entries.front());
   in.bench = true;
   return in;
 }
@@ -85,6 +82,11 @@ void compare_samples(Verdicts& out, const std::string& figure, const std::vector
     return;
   }
   const double change = (mc - mb) / std::fabs(mb);
+  if (!std::isfinite(change)) {
+    row.verdict = "no comparison";
+    out.rows.push_back(row);
+    return;
+  }
   row.change = fmt::format("{:+.1f}%", 100 * change);
   const RankTest t = mann_whitney(cand, base);
   const bool threshold_only = !(t.min_p <= opt.alpha);
@@ -275,119 +277,57 @@ Verdicts compare_folders(const Input& bin, const Input& cin, const CompareOption
 
 // ---- Google Benchmark JSON ----
 
-struct BenchSeries {
-  std::vector<json> samples;  // iteration rows (or one aggregate row when only aggregates exist)
-  std::string error;          // error_message of a failed benchmark
-};
-
-double unit_ns(const std::string& unit) {
-  if (unit == "ns" || unit.empty()) return 1;
-  if (unit == "us") return 1e3;
-  if (unit == "ms") return 1e6;
-  if (unit == "s") return 1e9;
-  throw Error("unknown time_unit '" + unit + "'");
-}
-
-std::map<std::string, BenchSeries> bench_series(const json& doc, const std::string& path) {
-  std::map<std::string, std::vector<json>> iterations;
-  std::map<std::string, std::map<std::string, json>> aggregates;
-  std::map<std::string, std::string> errors;
-  for (const json& b : doc["benchmarks"]) {
-    if (!b.is_object() || !b.contains("name") || !b["name"].is_string()) {
-      throw Error(path + ": a benchmark entry without a name");
-    }
-    const std::string name = b.contains("run_name") && b["run_name"].is_string() ? b["run_name"].get<std::string>()
-                                                                                 : b["name"].get<std::string>();
-    try {
-      if (bench_flag(b, "error_occurred", false)) {
-        errors[name] = bench_text(b, "error_message", "error");
-        continue;
-      }
-      if (bench_text(b, "run_type", "iteration") == "aggregate") {
-        aggregates[name][bench_text(b, "aggregate_name", "")] = b;
-      } else {
-        iterations[name].push_back(b);
-      }
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: benchmark {}: {}", path, shorten(name), e.what()));
-    }
-  }
-  std::map<std::string, BenchSeries> out;
-  for (auto& [name, rows] : iterations) out[name].samples = std::move(rows);
-  for (auto& [name, aggs] : aggregates) {
-    if (out.count(name)) continue;
-    for (const char* a : {"median", "mean"}) {
-      if (aggs.count(a)) {
-        out[name].samples.push_back(aggs[a]);
-        break;
-      }
-    }
-  }
-  for (auto& [name, msg] : errors)
-    if (!out.count(name) || out[name].samples.empty()) out[name].error = msg;
-  return out;
-}
-
-// Each row's figure (GFLOP/s, or real_time in `unit`): a positive finite
-// number, else asgd::Error naming the file, the benchmark and the key.
-std::vector<double> bench_values(const std::vector<json>& rows, const std::string& path, const std::string& name,
-                                 bool flops, const std::string& unit) {
+// Each row's figure (GFLOP/s, or real_time in `unit`), else asgd::Error
+// naming the file, the benchmark, the key and its value.
+std::vector<double> bench_values(const std::vector<const json*>& rows, const std::string& path,
+                                 const std::string& name, bool flops, const std::string& unit) {
   std::vector<double> out;
-  for (const json& r : rows) {
-    const std::string key = flops ? flops_key(r) : "real_time";
-    auto bad = [&](const std::string& what) {
-      return Error(fmt::format("{}: benchmark {}: {}", path, shorten(name), what));
-    };
-    if (key.empty() || !r.contains(key)) throw bad(fmt::format("{} is missing", flops ? "GFLOP/s" : key));
-    if (!r[key].is_number()) throw bad(fmt::format("{} is not a number: {}", key, shorten(r[key].dump())));
-    double x = r[key].get<double>();
-    if (!flops) {
-      const json tu = r.contains("time_unit") ? r["time_unit"] : json("ns");
-      if (!tu.is_string()) throw bad(fmt::format("time_unit is not text: {}", shorten(tu.dump())));
-      try {
-        x *= unit_ns(tu.get<std::string>()) / unit_ns(unit);
-      } catch (const Error& e) {
-        throw bad(e.what());
-      }
-    }
-    if (!(std::isfinite(x) && x > 0)) throw bad(fmt::format("{} {} is not a positive finite number", key, r[key].dump()));
-    out.push_back(x);
+  for (const json* r : rows) {
+    const BenchFigure f = bench_figure(*r, flops);
+    if (!f.problem.empty()) throw Error(fmt::format("{}: benchmark {}: {}", path, shorten(name), f.problem));
+    out.push_back(flops ? f.value : f.value / unit_ns(unit));
   }
   return out;
 }
 
 Verdicts compare_bench(const Input& bin, const std::string& bpath, const Input& cin, const std::string& cpath,
                        const CompareOptions& opt) {
-  check_same_machine(machines(bin.doc), machines(cin.doc), opt);
-  check_same_execution(executions(bin.doc), executions(cin.doc), opt);
-  const auto base = bench_series(bin.doc, bpath), cand = bench_series(cin.doc, cpath);
+  check_same_machine(machines(bin.file.doc), machines(cin.file.doc), opt);
+  check_same_execution(executions(bin.file.doc), executions(cin.file.doc), opt);
+  const auto& base = bin.file.series;
+  const auto& cand = cin.file.series;
+  const auto& berr = bin.file.errors;
+  const auto& cerr = cin.file.errors;
   std::set<std::string> names;
-  for (const auto& [n, s] : base) names.insert(n);
-  for (const auto& [n, s] : cand) names.insert(n);
+  for (const auto* side : {&base, &cand})
+    for (const auto& [n, s] : *side) names.insert(n);
+  for (const auto* side : {&berr, &cerr})
+    for (const auto& [n, s] : *side) names.insert(n);
   Verdicts v;
   for (const auto& name : names) {
     const auto bi = base.find(name), ci = cand.find(name);
-    if (bi == base.end() || ci == cand.end()) {
-      v.rows.push_back({name, bi == base.end() ? "–" : "present", ci == cand.end() ? "–" : "present", "", "",
-                        bi == base.end() ? "new in candidate" : "missing in candidate"});
+    const auto be = berr.find(name), ce = cerr.find(name);
+    const bool in_base = bi != base.end() || be != berr.end(), in_cand = ci != cand.end() || ce != cerr.end();
+    if (!in_base || !in_cand) {
+      v.rows.push_back({name, in_base ? "present" : "–", in_cand ? "present" : "–", "", "",
+                        in_base ? "missing in candidate" : "new in candidate"});
       continue;
     }
-    if (!ci->second.error.empty() || !bi->second.error.empty()) {
-      const bool regress = !ci->second.error.empty() && bi->second.error.empty();
-      v.rows.push_back({name, bi->second.error.empty() ? "ok" : "error: " + bi->second.error,
-                        ci->second.error.empty() ? "ok" : "error: " + ci->second.error, "", "",
-                        regress ? "REGRESSION" : "error"});
+    if (be != berr.end() || ce != cerr.end()) {
+      const bool regress = ce != cerr.end() && be == berr.end();
+      v.rows.push_back({name, be == berr.end() ? "ok" : "error: " + be->second,
+                        ce == cerr.end() ? "ok" : "error: " + ce->second, "", "", regress ? "REGRESSION" : "error"});
       v.regressions += regress;
       continue;
     }
-    const auto& bs = bi->second.samples;
-    const auto& cs = ci->second.samples;
-    const std::string fk = flops_key(bs.front());
-    const bool flops = !fk.empty() && !flops_key(cs.front()).empty();
+    const auto& bs = bi->second;
+    const auto& cs = ci->second;
+    const std::string fk = flops_key(*bs.front());
+    const bool flops = !fk.empty() && !flops_key(*cs.front()).empty();
     std::string unit = "ns";
     if (!flops) {
-      const json& tu = bs.front().contains("time_unit") ? bs.front()["time_unit"] : json("ns");
-      unit = tu.is_string() ? tu.get<std::string>() : "?";
+      const json& tu = bs.front()->contains("time_unit") ? (*bs.front())["time_unit"] : json("ns");
+      unit = tu.is_string() && !std::isnan(unit_ns(tu.get<std::string>())) ? tu.get<std::string>() : "ns";
     }
     const std::vector<double> bx = bench_values(bs, bpath, name, flops, unit),
                               cx = bench_values(cs, cpath, name, flops, unit);

@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/nesting.hpp"
 #include "common/process.hpp"
 #include "common/text.hpp"
 
@@ -69,7 +70,7 @@ RunInfo load_run(const std::string& path) {
   info.mode = r.mode;
   info.protocol = r.protocol;
   info.status = r.status;
-  info.config = json::parse(r.config_json, nullptr, false);
+  info.config = parse_json_bounded<json>(r.config_json);
   if (info.config.is_discarded()) info.config = nullptr;
   info.key = config_key(info.config);
   // A config that is not a JSON object cannot be grouped: the run stands alone.
@@ -109,7 +110,7 @@ RunInfo load_run(const std::string& path) {
   info.n_evals = r.evals.size();
   read_machine(info, r);
   if (r.mode == "virtual") {
-    const json tm = json::parse(r.timing_model_json, nullptr, false);
+    const json tm = parse_json_bounded<json>(r.timing_model_json);
     if (tm.is_object() && tm.contains("profile") && tm["profile"].is_string())
       info.timing_model = fmt::format("profile {} ({})", tm["profile"].get<std::string>(),
                                       tm.value("profile_path", std::string("?")));

@@ -18,7 +18,9 @@
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/nesting.hpp"
 #include "common/text.hpp"
+#include "report/bench.hpp"
 #include "report/history_detail.hpp"
 
 namespace asgd::report::detail {
@@ -101,19 +103,10 @@ bool skip_folder(const fs::path& p) {
          n == "report";
 }
 
-double unit_ns(const std::string& unit) {
-  if (unit == "ns" || unit.empty()) return 1;
-  if (unit == "us") return 1e3;
-  if (unit == "ms") return 1e6;
-  if (unit == "s") return 1e9;
-  return kNaN;
-}
-
-// Google Benchmark JSON: per benchmark, its iteration rows (or the median /
-// mean aggregate when a file holds aggregates only); GFLOP/s where the row
-// has it, else real_time. Returns false when the JSON is not a benchmark file.
-bool read_bench(const std::string& path, const json& doc, std::size_t input, Inputs& in) {
-  if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array()) return false;
+// Google Benchmark JSON: per benchmark, its rows (bench.hpp); GFLOP/s where
+// the row has it, else real_time.
+void read_bench(const std::string& path, const BenchFile& f, std::size_t input, Inputs& in) {
+  const json& doc = f.doc;
   const json ctx = doc.contains("context") && doc["context"].is_object() ? doc["context"] : json::object();
   auto text = [&](const char* k) { return ctx.contains(k) && ctx[k].is_string() ? ctx[k].get<std::string>() : ""; };
   const std::string commit = commit_text(text("asgd_commit"));
@@ -125,70 +118,32 @@ bool read_bench(const std::string& path, const json& doc, std::size_t input, Inp
       in.skipped.push_back(fmt::format("{}: context.date '{}' is not a date (the file's time used)", path,
                                        shorten(text("date"))));
   }
-  std::map<std::string, std::vector<const json*>> iterations;
-  std::map<std::string, std::map<std::string, const json*>> aggregates;
-  int errors = 0;
-  for (const json& b : doc["benchmarks"]) {
-    if (!b.is_object() || !b.contains("name") || !b["name"].is_string()) {
-      in.skipped.push_back(path + ": a benchmark entry without a name (entry skipped)");
-      continue;
-    }
-    const std::string name = b.contains("run_name") && b["run_name"].is_string() ? b["run_name"].get<std::string>()
-                                                                                 : b["name"].get<std::string>();
-    try {
-      if (bench_flag(b, "error_occurred", false)) {
-        ++errors;
-        continue;
-      }
-      if (bench_text(b, "run_type", "iteration") == "aggregate")
-        aggregates[name][bench_text(b, "aggregate_name", "")] = &b;
-      else
-        iterations[name].push_back(&b);
-    } catch (const Error& e) {
-      in.skipped.push_back(fmt::format("{}: benchmark {}: {} (entry skipped)", path, shorten(name), e.what()));
-    }
-  }
-  for (const auto& [name, aggs] : aggregates) {
-    if (iterations.count(name)) continue;
-    for (const char* a : {"median", "mean"})
-      if (aggs.count(a)) {
-        iterations[name].push_back(aggs.at(a));
-        break;
-      }
-  }
-  if (errors) in.skipped.push_back(fmt::format("{}: {} benchmark{} reported an error (skipped)", path, errors,
-                                               errors == 1 ? "" : "s"));
+  for (const auto& b : f.bad_entries) in.skipped.push_back(b + " (entry skipped)");
+  if (f.error_entries)
+    in.skipped.push_back(fmt::format("{}: {} benchmark{} reported an error (skipped)", path, f.error_entries,
+                                     f.error_entries == 1 ? "" : "s"));
   int bad = 0;  // rows without a positive finite figure
-  for (const auto& [name, rows] : iterations) {
+  for (const auto& [name, rows] : f.series) {
     for (const json* r : rows) {
       Sample s;
       s.machine = machine;
       s.commit = commit;
       s.time = time;
       s.input = input;
-      const std::string fk = flops_key(*r);
-      if (!fk.empty()) {
-        s.figure = name + " " + fk;
-        s.unit = fk;
-        s.value = (*r)[fk].is_number() ? (*r)[fk].get<double>() : kNaN;
-      } else if (r->contains("real_time") && (*r)["real_time"].is_number()) {
-        const json tu = r->contains("time_unit") ? (*r)["time_unit"] : json("ns");
-        s.figure = name + " real_time";
-        s.unit = "ns";
-        s.value = (*r)["real_time"].get<double>() * (tu.is_string() ? unit_ns(tu.get<std::string>()) : kNaN);
-        s.higher_is_better = false;
-      } else {
-        s.value = kNaN;
-      }
-      if (std::isfinite(s.value) && s.value > 0) in.samples.push_back(std::move(s));
+      const bool flops = !flops_key(*r).empty();
+      const BenchFigure fig = bench_figure(*r, flops);
+      s.figure = name + " " + fig.key;
+      s.unit = flops ? fig.key : "ns";
+      s.value = fig.value;
+      s.higher_is_better = flops;
+      if (fig.problem.empty()) in.samples.push_back(std::move(s));
       else ++bad;
     }
   }
   if (bad)
-    in.skipped.push_back(fmt::format("{}: {} benchmark row{} without a positive finite real_time or GFLOP/s, or "
-                                     "with an unknown time_unit (skipped)",
-                                     path, bad, bad == 1 ? "" : "s"));
-  return true;
+    in.skipped.push_back(fmt::format("{}: {} benchmark row{} without a positive finite real_time or GFLOP/s up to "
+                                     "{:g}, or with an unknown time_unit (skipped)",
+                                     path, bad, bad == 1 ? "" : "s", kMaxBenchFigure));
 }
 
 struct ResultRun {
@@ -217,9 +172,9 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
   run.mode = r.mode;
   run.status = r.status;
   run.input = input;
-  run.config = json::parse(r.config_json, nullptr, false);
+  run.config = parse_json_bounded<json>(r.config_json);
   if (!run.config.is_object()) run.config = json::object();
-  const json m = json::parse(r.machine_json, nullptr, false);
+  const json m = parse_json_bounded<json>(r.machine_json);
   std::string cpu, blas;
   if (m.is_object() && m.contains("cpu_model") && m["cpu_model"].is_string()) cpu = m["cpu_model"].get<std::string>();
   if (m.is_object() && m.contains("blas") && m["blas"].is_string()) blas = asgd::blas_kernel(m["blas"].get<std::string>());
@@ -317,13 +272,15 @@ Inputs read_inputs(const std::vector<std::string>& inputs) {
       in.skipped.push_back(std::string(e.what()) + " (skipped)");
       return;
     }
-    const json doc = json::parse(bytes, nullptr, false);
-    const bool ok = !doc.is_discarded() && read_bench(path, doc, input, in);
-    if (!ok && given)
-      throw Error(path + ": not a Google Benchmark JSON file (no \"benchmarks\" array" +
-                  std::string(doc.is_discarded() ? ", not valid JSON)" : ")"));
-    if (doc.is_discarded()) in.skipped.push_back(path + ": not valid JSON (skipped)");
-    if (ok) ++in.files;
+    const BenchFile f = read_bench_file(bytes, path);
+    const bool empty = f.problem == path + ": no benchmarks in the file";
+    if (!f.problem.empty() && !empty) {
+      if (given) throw Error(f.problem);
+      if (!f.json_valid) in.skipped.push_back(f.problem + " (skipped)");
+      return;
+    }
+    if (!empty) read_bench(path, f, input, in);
+    ++in.files;
   };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string& arg = inputs[i];

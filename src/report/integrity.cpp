@@ -13,6 +13,7 @@
 
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
+#include "common/nesting.hpp"
 #include "io/results.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
@@ -23,7 +24,7 @@ void read_machine(RunInfo& info, const io::RunResult& r) {
   info.host = r.host;
   info.started = r.train_started;
   info.finished = r.train_finished;
-  const json m = json::parse(r.machine_json, nullptr, false);
+  const json m = parse_json_bounded<json>(r.machine_json);
   if (!m.is_object()) return;
   if (m.contains("cpu_model") && m["cpu_model"].is_string()) {
     info.cpu_model = m["cpu_model"].get<std::string>();

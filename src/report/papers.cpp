@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/nesting.hpp"
 #include "report/papers_detail.hpp"
 
 namespace asgd::report::detail {
@@ -80,7 +82,7 @@ constexpr const char* kPapers[] = {"paine2013", "zhang2015"};
 json load_reference(const std::string& path, const std::string& shown) {
   std::ifstream in(path);
   if (!in) throw Error(shown + ": cannot open the paper's reference file");
-  json j = json::parse(in, nullptr, false);
+  json j = parse_json_bounded<json>(std::string(std::istreambuf_iterator<char>(in), {}));
   if (j.is_discarded() || !j.is_object()) throw Error(shown + ": not a JSON object");
   if (!j.contains("claims") || !j["claims"].is_array()) throw Error(shown + ": no \"claims\" array");
   return j;

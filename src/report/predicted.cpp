@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "common/nesting.hpp"
+
 namespace asgd::report::detail {
 
 namespace {
@@ -15,7 +17,7 @@ constexpr const char* kVirtualFields[] = {"virtual", "timing", "compute_s", "com
 
 std::string shared_key(const RunInfo& r) {
   if (!r.config.is_object()) return "";
-  json k = json::parse(r.key, nullptr, false);
+  json k = parse_json_bounded<json>(r.key);
   if (!k.is_object()) return "";
   for (const char* f : kVirtualFields) k.erase(f);
   return k.dump();

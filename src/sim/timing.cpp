@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "common/nesting.hpp"
 
 namespace asgd::sim {
 
@@ -16,7 +17,7 @@ constexpr std::size_t kWords = std::mt19937_64::state_size + 1;
 }  // namespace
 
 TimingFigures figures_from_json(const std::string& json, const std::string& where) {
-  const auto j = nlohmann::json::parse(json, nullptr, false);
+  const auto j = parse_json_bounded<nlohmann::json>(json);
   if (!j.is_object() || !j.contains("compute_s") || !j.contains("comm_s") || !j["compute_s"].is_number() ||
       !j["comm_s"].is_number())
     throw Error(where + ": the checkpoint holds no timing model to continue with");

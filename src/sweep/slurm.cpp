@@ -61,89 +61,6 @@ void check_script_value(const std::string& what, const std::string& s) {
       what, static_cast<unsigned char>(s[bad]), bad, shown));
 }
 
-// Every value is checked for control characters here (naming file:line: key)
-// and quoted where it is written (slurm.hpp).
-
-namespace {
-
-// Why a site's extra sbatch entry cannot go into the scripts ("" if it can):
-// one option per entry, written --name or --name=value; none of the options
-// asgd writes itself from the suite (a second --cpus-per-task would change the
-// allocation under OMP_NUM_THREADS) and no --export (the tasks need the
-// submitting shell's environment: PATH, the modules).
-std::string sbatch_entry_problem(const std::string& e) {
-  static const char* const kOwn[] = {"account", "array",  "cpus-per-task", "gpus",      "job-name",
-                                     "ntasks",  "output", "partition",     "time",      "export"};
-  const std::string name =
-      e.compare(0, 2, "--") != 0 ? "" : e.substr(2, e.find('=') == std::string::npos ? std::string::npos : e.find('=') - 2);
-  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
-    return "write one option per entry, as --name or --name=value (long names, no short forms)";
-  for (const char* own : kOwn)
-    if (name == own)
-      return name == std::string("export")
-                 ? "--export is not allowed: the tasks need the submitting shell's environment"
-                 : fmt::format("asgd writes --{} itself (from the suite and the site's own keys); remove this entry",
-                               name);
-  return "";
-}
-
-}  // namespace
-
-Site load_site(const std::string& dir, const std::string& name) {
-  check_script_value("--site", name);
-  const fs::path path = fs::path(dir) / (name + ".yaml");
-  if (!fs::exists(path))
-    throw Error(fmt::format("{}: no such site file (sites live in {})", path.string(), dir));
-  Site s;
-  try {
-    const YAML::Node n = YAML::Load(read_text_file(path.string(), "site file", path.string()));
-    if (!n.IsNull() && !n.IsMap()) throw Error(fmt::format("{}: a site file must be a mapping of keys", path.string()));
-    std::vector<std::string> problems;
-    for (const auto& kv : n) {
-      const auto key = kv.first.as<std::string>();
-      const std::string where = fmt::format("{}:{}: {}", path.string(), kv.first.Mark().line + 1, key);
-      auto scalar = [&] {
-        const auto v = kv.second.as<std::string>();
-        check_script_value(where, v);
-        return v;
-      };
-      auto list = [&] {
-        auto v = kv.second.as<std::vector<std::string>>();
-        for (std::size_t i = 0; i < v.size(); ++i) check_script_value(fmt::format("{}[{}]", where, i), v[i]);
-        return v;
-      };
-      if (key == "partition") s.partition = scalar();
-      else if (key == "account") s.account = scalar();
-      else if (key == "mpi") s.mpi = scalar();
-      else if (key == "modules") s.modules = list();
-      else if (key == "sbatch") {
-        s.sbatch = list();
-        for (std::size_t i = 0; i < s.sbatch.size(); ++i)
-          if (auto p = sbatch_entry_problem(s.sbatch[i]); !p.empty())
-            problems.push_back(fmt::format("{}[{}] '{}': {}", where, i, s.sbatch[i], p));
-      }
-      else if (key == "gpus_per_node") s.gpus_per_node = kv.second.as<int>();
-      else if (key == "exclusive") s.exclusive = kv.second.as<bool>();
-      else if (key == "max_parallel_tasks") {
-        s.max_parallel_tasks = kv.second.as<int>();
-        if (s.max_parallel_tasks < 0)
-          problems.push_back(fmt::format("{}: {} must be >= 0 (0: no limit)", where, s.max_parallel_tasks));
-      } else if (key != "description")
-        problems.push_back(fmt::format("{}:{}: unknown key '{}' (partition, account, mpi, modules, "
-                                       "sbatch, gpus_per_node, exclusive, max_parallel_tasks, description)",
-                                       path.string(), kv.first.Mark().line + 1, key));
-    }
-    if (!problems.empty()) {
-      std::string msg;
-      for (const auto& p : problems) msg += (msg.empty() ? "" : "; ") + p;
-      throw Error(msg);
-    }
-  } catch (const YAML::Exception& e) {
-    throw Error(fmt::format("{}: {}", path.string(), e.what()));
-  }
-  return s;
-}
-
 namespace {
 
 std::string header(const Site& site) {
@@ -274,7 +191,10 @@ std::string array_head(const Submission& sub, const Run& first, const std::strin
       "export OPENBLAS_NUM_THREADS={cpus}\n"
       "# cpus_per_rank threads per rank (Kokkos' OpenMP backend; asgd's --threads 1 defers to\n"
       "# OMP_NUM_THREADS); srun of Slurm 22.05+ takes --cpus-per-task only from SRUN_CPUS_PER_TASK\n"
-      "export OMP_NUM_THREADS={cpus} OMP_PROC_BIND=close OMP_PLACES=cores SRUN_CPUS_PER_TASK={cpus}\n",
+      "export OMP_NUM_THREADS={cpus} OMP_PROC_BIND=close OMP_PLACES=cores SRUN_CPUS_PER_TASK={cpus}\n"
+      "# UCX installs its signal handlers when its library loads, before main(): none, so a\n"
+      "# crashing rank exits at once with asgd's one line (README \"A crash ends the process\")\n"
+      "export UCX_HANDLE_ERRORS=${{UCX_HANDLE_ERRORS:-none}}\n",
       fmt::arg("runs", shell_quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
   if (gpus > 0)
     script += "# one GPU per learner: asgd --device cuda gives each learner the GPU of its index\n"
@@ -316,9 +236,11 @@ void submit_group(Submission& sub, const std::vector<const Run*>& group, int sha
   std::string script = array_head(sub, first, name, n, runs_file, gpus);
   if (sub.s.mode == "micro") return submit_micro(sub, first, name, n, std::move(script));
   // A requeued task re-runs the same command: asgd train resumes from its
-  // checkpoint, and a finished run is skipped.
+  // checkpoint, and a finished run is skipped. --kill-on-bad-exit: a rank
+  // that dies (a fatal signal ends it with exit 128 + signal) ends the step's
+  // other ranks at once, not at --stall-timeout (Slurm's default keeps them).
   script += fmt::format(
-      "srun --mpi={mpi} -n {ranks} {self} train --config \"$config\" --progress-every 60\n"
+      "srun --mpi={mpi} --kill-on-bad-exit=1 -n {ranks} {self} train --config \"$config\" --progress-every 60\n"
       "rc=$?\n"
       "[[ $rc -eq 0 ]] || echo $rc > {logs}/\"$run_id\".failed\n"
       "exit $rc\n",

@@ -17,6 +17,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/nesting.hpp"
 #include "sweep/suite_detail.hpp"
 
 namespace asgd::sweep {
@@ -32,12 +33,15 @@ const std::vector<std::string> kTopKeys = {"name",    "description", "mode",  "b
 // The file's top-level mapping: known keys once each, in file order.
 Top read_top(const std::string& path, Problems& pr) {
   YAML::Node root;
+  const std::string text = read_text_file(path, "suite file", path);
+  check_yaml_text(text, path);
   try {
-    root = YAML::Load(read_text_file(path, "suite file", path));
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     pr.add(e.mark.line >= 0 ? e.mark.line + 1 : 1, "YAML syntax error: " + e.msg);
     fail(path, pr);
   }
+  check_yaml_depth(root, path);
   if (!root.IsMap()) {
     if (root.IsNull() || !root.IsDefined()) pr.add(1, "missing 'name' (the file is empty)");
     else pr.add(line_of(root, 1), "a suite file must be a mapping of keys (name, base, axes, ...)");

@@ -132,13 +132,15 @@ KeyDef field(const config::Field<TrainConfig>& f, T TrainConfig::*mp) {
   const std::string name = f.key;
   KeyDef k{name, nullptr, use.check_alone, use.token};
   k.parse = [name, mp, use](const YAML::Node& n, int line, Problems& pr) -> std::optional<Value> {
-    T v{};
+    // an optional field given in a suite is given (whatever its value)
+    using V = typename std::conditional_t<config::is_optional_v<T>, T, std::optional<T>>::value_type;
+    V v{};
     std::string expected;
     if (!convert(n, v, expected)) {
       pr.add(line, fmt::format("{}: expected {}, got {}", name, expected, describe(n)));
       return std::nullopt;
     }
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) {
       if (use.has_min && static_cast<std::int64_t>(v) < use.min) {
         pr.add(line, fmt::format("{} {} must be >= {}", name, v, use.min));
         return std::nullopt;
@@ -175,9 +177,14 @@ std::optional<std::pair<DatasetSet, std::string>> dataset_entry(const config::Fi
         } else if constexpr (std::is_same_v<M, Nested>) {
           return std::nullopt;  // no nesting below the dataset
         } else {
-          typename std::remove_reference_t<decltype(data::DatasetSpec{}.*m)> x{};
-          if (!convert(v, x, expected)) return std::nullopt;
-          return std::pair{DatasetSet([m, x](data::DatasetSpec& d) { d.*m = x; }), text_of(x)};
+          using X = std::remove_cvref_t<decltype(data::DatasetSpec{}.*m)>;
+          if constexpr (config::is_optional_v<X>) {
+            return std::nullopt;  // the dataset has no optional field
+          } else {
+            X x{};
+            if (!convert(v, x, expected)) return std::nullopt;
+            return std::pair{DatasetSet([m, x](data::DatasetSpec& d) { d.*m = x; }), text_of(x)};
+          }
         }
       },
       f.member);

@@ -124,6 +124,25 @@ max_parallel_tasks: 2
     s.add("fuzz_site", "types.yaml", b"partition: [a]\ngpus_per_node: many\nexclusive: maybe\nmax_parallel_tasks: -1\nlerners: 2\n")
 
 
+def bench_seeds(s: Seeds):
+    """Google Benchmark JSON as compare and history read it."""
+    ctx = {"date": "2026-01-01T00:00:00+00:00", "num_cpus": 2, "asgd_commit": "abc123", "asgd_cpu_model": "cpu",
+           "asgd_blas_kernel": "Haswell"}
+    rows = [{"name": "BM_Gemm/64", "run_name": "BM_Gemm/64", "run_type": "iteration", "iterations": 10,
+             "real_time": 12.5, "cpu_time": 12.4, "time_unit": "us", "GFLOP/s": 41.9},
+            {"name": "BM_Conv", "run_type": "iteration", "real_time": 3.0, "time_unit": "ms"}]
+    aggs = [{"name": "BM_Pool_median", "run_name": "BM_Pool", "run_type": "aggregate", "aggregate_name": "median",
+             "real_time": 5, "time_unit": "ns"},
+            {"name": "BM_Pool_mean", "run_name": "BM_Pool", "run_type": "aggregate", "aggregate_name": "mean",
+             "real_time": 6, "time_unit": "ns"}]
+    s.add("fuzz_bench", "iterations.json", json.dumps({"context": ctx, "benchmarks": rows}).encode())
+    s.add("fuzz_bench", "aggregates.json", json.dumps({"context": ctx, "benchmarks": aggs}).encode())
+    s.add("fuzz_bench", "error.json", json.dumps({"benchmarks": [
+        {"name": "BM_X", "error_occurred": True, "error_message": "out of memory"}]}).encode())
+    s.add("fuzz_bench", "huge.json", b'{"benchmarks": [{"name": "BM_F", "GFLOP/s": 1.7e308}]}')
+    s.add("fuzz_bench", "deep.json", b'{"benchmarks": [{"name": "BM_D", "real_time": ' + b"[" * 80 + b"]" * 80 + b"}]}")
+
+
 def config_seeds(s: Seeds, asgd: str):
     option_sets = [
         [],
@@ -286,6 +305,7 @@ def main():
     data_seeds(s)
     h5_seeds(s, a.asgd, work)
     sbatch_seeds(s)
+    bench_seeds(s)
     shutil.rmtree(work)
     print("make_seeds.py: " + ", ".join(f"{t} {n}" for t, n in sorted(s.count.items())))
 

@@ -182,8 +182,9 @@ n_srun=$(ls "$work/log" | grep -c '^srun\.')
 for f in "$work"/log/srun.*; do
   args "$f"
   [[ ${A[0]} == "--mpi=$mpi" ]] || fail "srun: --mpi not one literal argument: $(printf '[%s]' "${A[@]}")"
-  [[ ${A[3]} == "$asgd" && ${A[4]} == train && ${A[5]} == --config ]] || fail "srun argv: $(printf '[%s]' "${A[@]}")"
-  [[ ${A[6]} == "$root/configs/"*.json && -f ${A[6]} ]] || fail "srun: config path not one argument: [${A[6]}]"
+  [[ ${A[1]} == --kill-on-bad-exit=1 ]] || fail "srun: a rank that dies must end the step: $(printf '[%s]' "${A[@]}")"
+  [[ ${A[4]} == "$asgd" && ${A[5]} == train && ${A[6]} == --config ]] || fail "srun argv: $(printf '[%s]' "${A[@]}")"
+  [[ ${A[7]} == "$root/configs/"*.json && -f ${A[7]} ]] || fail "srun: config path not one argument: [${A[7]}]"
 done
 for f in "$work"/log/module.*; do
   args "$f"

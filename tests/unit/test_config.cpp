@@ -10,6 +10,8 @@
 #include <string>
 
 #include "common/hash.hpp"
+#include "common/nesting.hpp"
+#include "common/text.hpp"
 #include "config/config.hpp"
 #include "config/fields.hpp"
 
@@ -159,12 +161,106 @@ TEST(ConfigTable, EachCheckNamesItsField) {
               c = changed();
               c.virtual_learners = false;
               c.profile.clear();
-              c.staleness = c.tau = -1;  // other protocols' options: refused under softsync
-              c.alpha = c.lambda_dc = -1;
-              c.merge = "sum";  // nsync's
-              c.server_lr = c.server_momentum = -1;
+              c.staleness = c.tau = std::nullopt;  // other protocols' options: refused under softsync
+              c.alpha = c.lambda_dc = std::nullopt;
+              c.merge = std::nullopt;  // nsync's
+              c.server_lr = c.server_momentum = std::nullopt;
             }),
             "");
   EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.tau = 3; }),
             "--tau is an option of protocol easgd, not of hardsync; ");
+}
+
+// "Not given" is absence: a value given is checked as given, -1 (the old
+// sentinel) and a protocol's own default included.
+TEST(Config, GivenIsCheckedWhateverItsValue) {
+  auto problems = [](auto set) {
+    asgd::TrainConfig c;
+    set(c);
+    std::string s;
+    for (const auto& p : asgd::validate(c)) s += p + "; ";
+    return s;
+  };
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.lambda_dc = -1; }),
+            "--lambda-dc is an option of protocol dcasgd, not of hardsync; ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) { c.staleness = 3; }),
+            "--staleness is an option of protocol ssp, not of hardsync; ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) {
+              c.protocol = "allreduce";
+              c.learners = 2;
+              c.merge = "sum";
+            }),
+            "--merge is an option of protocol nsync, not of allreduce; ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) {
+              c.protocol = "ssp";
+              c.staleness = -1;
+            }),
+            "--staleness -1 must be in 0..1000000; ");
+  EXPECT_EQ(problems([](asgd::TrainConfig& c) {
+              c.protocol = "nsync";
+              c.server_momentum = -1;
+            }),
+            "--server-momentum -1 must be in [0, 1); --server-momentum is an option of merge server-sgd, not of "
+            "merge sum; ");
+  asgd::TrainConfig c;
+  c.protocol = "nsync";
+  const std::string without = asgd::config_hash(c);
+  c.merge = "sum";  // the rule run without one: the same hash and run id as before
+  EXPECT_EQ(asgd::config_hash(c), without);
+  EXPECT_EQ(nlohmann::json(c).value("merge", ""), "sum");  // but stored as given
+}
+
+TEST(Config, OptionalFieldsThroughJson) {
+  asgd::TrainConfig c;
+  c.protocol = "ssp";
+  c.staleness = 0;
+  const nlohmann::json j = c;
+  EXPECT_EQ(j.at("staleness"), 0);
+  EXPECT_FALSE(j.contains("tau"));
+  asgd::TrainConfig back = j.get<asgd::TrainConfig>();
+  EXPECT_EQ(back.staleness, 0);
+  EXPECT_FALSE(back.tau.has_value());
+  // a stored configuration of an older build with -1 for "not given" reads as absent
+  nlohmann::json old = nlohmann::json(asgd::TrainConfig{});
+  old["lambda_dc"] = -1;
+  EXPECT_NO_THROW(asgd::check_same_config(asgd::TrainConfig{}, old.dump(), "old.h5"));
+  // strictly read (--config), -1 is a value: refused by the check
+  nlohmann::json given = nlohmann::json::object();
+  given["lambda_dc"] = -1;
+  EXPECT_EQ(given.get<asgd::TrainConfig>().lambda_dc, -1.0);
+}
+
+TEST(Text, Utf8) {
+  EXPECT_TRUE(asgd::valid_utf8("plain"));
+  EXPECT_TRUE(asgd::valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(asgd::valid_utf8("\xff\xfe"));
+  EXPECT_FALSE(asgd::valid_utf8("\xc0\xaf"));           // overlong
+  EXPECT_FALSE(asgd::valid_utf8("\xed\xa0\x80"));       // a surrogate
+  EXPECT_FALSE(asgd::valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(asgd::valid_utf8("\xe2\x82"));           // cut short
+}
+
+TEST(Nesting, JsonDepth) {
+  EXPECT_EQ(asgd::json_too_deep(std::string(64, '[') + std::string(64, ']')), 0u);
+  EXPECT_EQ(asgd::json_too_deep(std::string(65, '[') + std::string(65, ']')), 1u);
+  EXPECT_EQ(asgd::json_too_deep("{\"a\": \"" + std::string(100, '[') + "\"}"), 0u);  // in a string
+  EXPECT_EQ(asgd::json_too_deep("{\"a\": \"\\\"" + std::string(100, '[') + "\"}"), 0u);  // after an escaped quote
+  EXPECT_EQ(asgd::json_too_deep("\n\n" + std::string(200000, '[')), 3u);
+  const auto j = asgd::parse_json_bounded<nlohmann::json>(std::string(100, '[') + std::string(100, ']'));
+  EXPECT_TRUE(j.is_discarded());
+}
+
+TEST(Nesting, YamlText) {
+  EXPECT_EQ(asgd::yaml_too_deep("a:\n  b:\n    c: [1, {d: 2}]\n"), 0u);
+  std::string block;
+  for (int i = 0; i < 200; ++i) block += "- ";
+  EXPECT_EQ(asgd::yaml_too_deep(block + "x\n"), 1u);
+  EXPECT_EQ(asgd::yaml_too_deep("x: 1\ny: " + std::string(200, '[') + "\n"), 2u);
+  EXPECT_EQ(asgd::yaml_too_deep("x: \"" + std::string(200, '[') + "\"\n"), 0u);  // quoted text
+  EXPECT_EQ(asgd::yaml_unclosed_quote("a: \"b\"\nc: 'd''e'\n"), 0u);
+  EXPECT_EQ(asgd::yaml_unclosed_quote("a: 1\nb: \"never closed\n"), 2u);
+  EXPECT_EQ(asgd::yaml_unclosed_quote("a: 'open\n"), 1u);
+  EXPECT_EQ(asgd::yaml_unclosed_quote("a: don't\nb: it's # 'c\n"), 0u);  // not at a token's start, a comment
+  EXPECT_EQ(asgd::yaml_unclosed_quote("a: |\n  \"text\n  more\nb: 1\n"), 0u);  // a block scalar's text
+  EXPECT_EQ(asgd::yaml_unclosed_quote("a: \"two\n  lines\"\n"), 0u);
 }

@@ -25,6 +25,7 @@
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
 #include "io/results.hpp"
+#include "report/bench.hpp"
 #include "report/report.hpp"
 #include "report/stats.hpp"
 
@@ -1359,4 +1360,39 @@ TEST(Machine, ShortCpuNames) {
   EXPECT_EQ(asgd::short_cpu("AMD EPYC 9654 96-Core Processor"), "EPYC 9654");
   EXPECT_EQ(asgd::short_cpu("Intel(R) Core(TM) i7-9700K CPU @ 3.60GHz"), "Core i7-9700K");
   EXPECT_EQ(asgd::short_cpu(""), "unknown CPU");
+}
+
+// The one reader of Google Benchmark files (compare, history): nesting
+// bounded before parsing, figures bounded so a relative change stays finite.
+TEST(Bench, ReaderBoundsNestingAndFigures) {
+  using asgd::report::bench_figure;
+  using asgd::report::read_bench_file;
+  const std::string deep = R"({"benchmarks": [{"name": "BM_a", "real_time": )" + std::string(200000, '[') +
+                           std::string(200000, ']') + "}]}";
+  const auto d = read_bench_file(deep, "deep.json");
+  EXPECT_EQ(d.problem, "deep.json: nested deeper than 64 levels (line 1)");
+  EXPECT_FALSE(d.json_valid);
+  EXPECT_EQ(read_bench_file("hello", "x.json").problem, "x.json: not valid JSON");
+  EXPECT_EQ(read_bench_file(R"({"benchmarks": []})", "e.json").problem, "e.json: no benchmarks in the file");
+  const auto f = read_bench_file(R"({"benchmarks": [
+      {"name": "BM_a", "real_time": 2, "time_unit": "us"},
+      {"name": "BM_b", "GFLOP/s": 1.7e308},
+      {"name": "BM_c", "error_occurred": true, "error_message": "boom"},
+      {"name": "BM_d_median", "run_name": "BM_d", "run_type": "aggregate", "aggregate_name": "median", "real_time": 5},
+      {"name": "BM_e", "run_type": 3},
+      {"nameless": 1}]})",
+                                 "b.json");
+  EXPECT_EQ(f.problem, "");
+  ASSERT_EQ(f.series.size(), 3u);
+  EXPECT_EQ(f.errors.at("BM_c"), "boom");
+  EXPECT_EQ(f.error_entries, 1);
+  ASSERT_EQ(f.bad_entries.size(), 2u);
+  EXPECT_EQ(f.bad_entries[0], "b.json: benchmark BM_e: field run_type is not text: 3");
+  EXPECT_EQ(f.bad_entries[1], "b.json: a benchmark entry without a name");
+  EXPECT_EQ(bench_figure(*f.series.at("BM_a").front(), false).value, 2000.0);
+  EXPECT_EQ(bench_figure(*f.series.at("BM_d").front(), false).value, 5.0);
+  const auto big = bench_figure(*f.series.at("BM_b").front(), true);
+  EXPECT_TRUE(std::isnan(big.value));
+  EXPECT_EQ(big.problem, "GFLOP/s 1.7e+308 is not a positive finite number up to 1e+18");
+  EXPECT_EQ(bench_figure(*f.series.at("BM_b").front(), false).problem, "real_time is missing");
 }

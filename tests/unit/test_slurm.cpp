@@ -319,3 +319,39 @@ TEST(Process, ChildrenDoNotInheritTheLaunchersEnvironment) {
   for (const auto& [k, v] : set) unsetenv(k);
   std::filesystem::remove_all(dir);
 }
+
+// Site files are read strictly: each problem names the file, line and key,
+// never yaml-cpp's own text ("bad conversion").
+TEST(Slurm, SiteFileKeysOnceAndTyped) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("asgd_test_site_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto refusal = [&](const std::string& text) {
+    std::ofstream(dir / "s.yaml") << text;
+    try {
+      (void)asgd::sweep::load_site(dir.string(), "s");
+    } catch (const asgd::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string f = (dir / "s.yaml").string();
+  EXPECT_EQ(refusal("partition: a\nmpi: pmi2\npartition: b\n"), f + ":3: partition: given twice (first at line 1)");
+  EXPECT_EQ(refusal("max_parallel_tasks: \"x\"\n"),
+            f + ":1: max_parallel_tasks: expected a whole number from 0 to 1048576, got the text \"x\"");
+  EXPECT_EQ(refusal("max_parallel_tasks: 1e12\n"),
+            f + ":1: max_parallel_tasks: expected a whole number from 0 to 1048576, got '1e12'");
+  EXPECT_EQ(refusal("exclusive: \"yes\"\n"), f + ":1: exclusive: expected true or false, got the text \"yes\"");
+  EXPECT_EQ(refusal("modules: gcc\n"), f + ":1: modules: expected a list of text values, got 'gcc'");
+  EXPECT_EQ(refusal("partition: [a]\n"), f + ":1: partition: expected a text value, got a list");
+  EXPECT_NE(refusal("partition: " + std::string(100, '[') + std::string(100, ']') + "\n").find("nested deeper than 64 levels"),
+            std::string::npos);
+  EXPECT_NE(refusal("partition: \"open\n").find("a quote opened here is never closed"), std::string::npos);
+  EXPECT_EQ(refusal("partition: a\nexclusive: yes\nmax_parallel_tasks: 2\ngpus_per_node: 4\n"), "accepted");
+  const auto s = asgd::sweep::load_site(dir.string(), "s");
+  EXPECT_TRUE(s.exclusive);
+  EXPECT_EQ(s.max_parallel_tasks, 2);
+  EXPECT_EQ(s.gpus_per_node, 4);
+  fs::remove_all(dir);
+}
