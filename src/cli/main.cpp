@@ -79,10 +79,15 @@ void print_early_error(const char* kind, const std::string& msg) {
 struct MpiScope {
   bool active = false;
   MpiScope(int* argc, char*** argv, bool wanted) : active(wanted) {
-    if (!active) return;
-    int provided = 0;
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-    asgd::install_fatal_handlers();
+    if (active) {
+      int provided = 0;
+      MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+      asgd::install_fatal_handlers();
+    }
+    // For the mpiexec this process starts (sweep run, calibrate), and only after its own
+    // MPI_Init: UCX reads UCX_HANDLE_ERRORS as its library loads, and one set later would be
+    // reported by MPI_Init as an unused variable (a warning line on every run).
+    asgd::prepare_mpi_error_handling();
   }
   ~MpiScope() {
     if (active) MPI_Finalize();
@@ -331,7 +336,6 @@ int run_reporting_errors(Args& a) {
 
 int main(int argc, char** argv) {
   asgd::install_fatal_handlers();
-  asgd::prepare_mpi_error_handling();  // for the mpiexec this process starts (sweep run, calibrate)
   asgd::ensure_blas_core(argc, argv);
   spdlog::set_pattern("[%H:%M:%S] %v");
 
