@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The OpenMP backend's figures (issue 16), same-run ratios from asgd_micro:
+# The OpenMP backend's figures, same-run ratios from asgd_micro:
 #   tools/bench_openmp.sh [-r ROUNDS] [-l]
 # - lenet's whole training step (forward, loss, backward, update; batch 64) at 1
 #   and 2 threads, alternated ROUNDS times (default 5): the median of each, the

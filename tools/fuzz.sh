@@ -105,7 +105,7 @@ for t in "${targets[@]}"; do
   # with its stack. Without this, ASan maps the block and marks its shadow
   # first (an eighth of the size: 2.9 GB for 23 GB), and libFuzzer's RSS
   # thread ended the process while its malloc report was still printing the
-  # stack (CI, session 9: an HDF5 allocation reported with no frame).
+  # stack (CI: an HDF5 allocation reported with no frame).
   asan=$asan:max_allocation_size_mb=512
   opts=(-timeout="$timeout" "${limits[@]}" -print_final_stats=1 -artifact_prefix="$findings/")
   dict=tests/fuzz/$t.dict

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The papers' quick suites end to end (issue 19): suites/paine2013-virtual-quick.yaml
+# The papers' quick suites end to end: suites/paine2013-virtual-quick.yaml
 # and tools/zhang_speedup.sh -q (calibration, the virtual speedup suite on two
 # profiles, the real L = 1, 2 suite). Their shapes need not hold at this size;
 # this checks that the runs complete, that virtual nsync runs record their

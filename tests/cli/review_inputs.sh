@@ -115,7 +115,7 @@ if true; then
   done
 fi
 
-# session 10's review: threads that ran, the OpenMP runtime's limits, asgd_micro, site sbatch entries
+# threads that ran, the OpenMP runtime's limits, asgd_micro, site sbatch entries
 micro=$(dirname "$asgd")/asgd_micro
 json_threads=$(OMP_NUM_THREADS=2 "$asgd" info --json 2>/dev/null | grep -o '"threads_per_rank": [0-9]*')
 [[ $json_threads == '"threads_per_rank": 2' ]] && pass "OMP_NUM_THREADS=2: the machine record says 2 threads per rank" ||
@@ -179,7 +179,7 @@ OMP_NUM_THREADS=2 "$asgd" train "${syn[@]}" --max-steps 2 --results "$work/cmp/c
 expect_error "compare: 1 thread against 2" "baseline ran with Kokkos .*, 1 thread per rank and the candidate with Kokkos .*, 2 threads per rank" -- \
   "$asgd" compare "$work/cmp/base/s" "$work/cmp/cand2/s"
 
-# session 10's second review: reports' inputs
+# reports' inputs
 mkfifo "$work/fifo.json" "$work/fifo.h5"
 timeout 20 "$asgd" validate "$work/fifo.h5" >"$work/out" 2>&1
 rc=$?

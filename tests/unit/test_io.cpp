@@ -533,7 +533,7 @@ TEST_F(IoTest, ResultsOutsideTheirDomainAreRefusedByTheReader) {
       {"histogram", [](RunResult& r) { r.staleness_histogram[1] = -7; }, "/staleness/histogram row 1: -7"},
       {"learner time", [](RunResult& r) { r.learners[0].wait_s = -1; }, "/learners/times row 0"},
       {"max steps", [](RunResult& r) { r.config_json = R"({"epochs":2,"max_steps":2})"; }, "beyond the configured max_steps 2"},
-      // session 10's review: a newline in the run id, counts that wrap in a report, evals out of order
+      // a newline in the run id, counts that wrap in a report, evals out of order
       {"run id newline", [](RunResult& r) { r.run_id = "a\nb"; }, "is not a file name"},
       {"learners", [](RunResult& r) { r.config_json = R"({"epochs":2,"learners":1000000000000})"; },
        "config learners 1000000000000 is not a whole number in 1..65536"},
