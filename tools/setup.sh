@@ -7,13 +7,15 @@
 #   tools/setup.sh --cluster  also Open MPI (the emulated cluster's MPI: tools/cluster.sh, the
 #                             `ompi` preset); MPICH stays the default mpicc/mpiexec
 #   tools/setup.sh --kokkos-openmp   also build Kokkos + KokkosKernels with the OpenMP backend
-#                             from Debian's own `trilinos` source package (apt-get source) into
-#                             .deps/kokkos-openmp/install, once (reused when present; about 8 min
-#                             on 2 cores); the `openmp` preset uses it
+#                             from Debian's own `trilinos` source package (apt-get source), once
+#                             into a cache outside the clone (ASGD_CACHE, default
+#                             /var/cache/asgd-bench; rebuilt when absent or when trilinos, this
+#                             recipe or the compiler change; about 8 min on 2 cores), linked from
+#                             .deps/kokkos-openmp/install; the `openmp` preset uses it
 #   tools/setup.sh --list     print the package names (build and test set) and exit
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 
 peers=0 slurm=0 cluster=0 list=0 kokkos_openmp=0
 for arg in "$@"; do
@@ -52,16 +54,29 @@ fi
 # Kokkos 3.4 + KokkosKernels (the versions in Debian's Trilinos 13.2) with the OpenMP backend,
 # built from Debian's trilinos source package: only packages/kokkos and packages/kokkos-kernels
 # of it, each with its own CMake, Debian's patches that touch them applied.
+# The build lives in a cache outside the clone (ASGD_CACHE, default /var/cache/asgd-bench, or
+# .deps/ in the clone where that cannot be written), in a folder named by a key of what decides
+# it: Debian's trilinos version, this recipe and the compiler. Another key (a new trilinos, a
+# changed recipe) builds afresh; the clone's .deps/kokkos-openmp/install links to the build.
 build_kokkos_openmp() {
-  local root prefix src jobs=${ASGD_KOKKOS_JOBS:-2}
-  root=$(cd "$(dirname "$0")/.." && pwd)/.deps/kokkos-openmp
+  local clone cache key root prefix jobs=${ASGD_KOKKOS_JOBS:-2}
+  clone=$(cd "$(dirname "$0")/.." && pwd)
+  cache=${ASGD_CACHE:-/var/cache/asgd-bench}
+  mkdir -p "$cache" 2>/dev/null && [[ -w $cache ]] || cache=$clone/.deps/cache
+  key=$( { dpkg-query -W -f='${Version}' libtrilinos-kokkos-dev; declare -f build_kokkos_openmp;
+           c++ --version | head -1; cmake --version | head -1; } | sha256sum | cut -c1-12)
+  root=$cache/kokkos-openmp-$key
   prefix=$root/install
+  mkdir -p "$clone/.deps/kokkos-openmp"
   if [[ -f $prefix/.complete ]]; then
-    echo "setup.sh: Kokkos (OpenMP) already built in $prefix"
+    rm -rf "$clone/.deps/kokkos-openmp/install"
+    ln -sfn "$prefix" "$clone/.deps/kokkos-openmp/install"
+    echo "setup.sh: Kokkos (OpenMP) already built in $prefix (cache key $key)"
     return 0
   fi
-  mkdir -p "$root/src"
-  cd "$root/src"
+  rm -rf "$clone/.deps/kokkos-openmp/install"
+  mkdir -p "$cache/src" "$root"
+  cd "$cache/src"
   if ! ls trilinos_*.dsc >/dev/null 2>&1; then
     # No deb-src entry yet: add the one matching this system's release (Debian's archive).
     if ! apt-get source --print-uris -qq trilinos >/dev/null 2>&1; then
@@ -86,6 +101,8 @@ SRC
   ver=${dsc#trilinos_}; ver=${ver%.dsc}
   orig=$(ls trilinos_"${ver%-*}".orig.tar.* | head -1)
   debian_tar=$(ls trilinos_"$ver".debian.tar.* | head -1)
+  orig=$PWD/$orig debian_tar=$PWD/$debian_tar
+  cd "$root"
   if [[ ! -d tree/packages/kokkos-kernels ]]; then
     echo "setup.sh: unpacking packages/kokkos and packages/kokkos-kernels of $orig"
     rm -rf tree && mkdir tree
@@ -125,7 +142,8 @@ SRC
   cmake --build build-kernels -j "$jobs"
   cmake --install build-kernels >/dev/null
   echo "$dsc" >"$prefix/.complete"
-  echo "setup.sh: Kokkos + KokkosKernels (OpenMP) installed in $prefix"
+  ln -sfn "$prefix" "$clone/.deps/kokkos-openmp/install"
+  echo "setup.sh: Kokkos + KokkosKernels (OpenMP) installed in $prefix (cache key $key)"
 }
 
 # Open MPI's alternatives outrank MPICH's (50 against 40): mpicc, mpiexec and the build stay

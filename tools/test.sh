@@ -3,8 +3,8 @@
 # errors; its GPU tests run where a GPU is, and show as skipped elsewhere); builds the
 # AddressSanitizer preset and runs the unit tests under it; builds the `fuzz` preset and runs
 # each fuzz target of the file readers for 60 s (tools/fuzz.sh); builds Kokkos + KokkosKernels
-# with the OpenMP backend from Debian's trilinos source (once, into .deps/kokkos-openmp), the
-# `openmp` preset on it, and runs every unit, MPI and virtual-learner test with 2 threads per
+# with the OpenMP backend from Debian's trilinos source (once, into a cache outside the clone,
+# keyed by what decides the build), the `openmp` preset on it, and runs every unit, MPI and virtual-learner test with 2 threads per
 # rank and the kernel tests also with 1; then builds the `ci` preset with warnings as errors and
 # runs every test (unit, MPI, virtual learners, command line, a real one-node Slurm, and, as root,
 # the emulated multi-node cluster with the `ompi` preset's asgd). This is what CI runs.

@@ -102,6 +102,6 @@ for L in $learners; do
     done
   done
 done
-echo "links $rate; $(grep -m1 -i 'model name' /proc/cpuinfo | sed 's/.*: //'); $(nproc) CPUs; commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" |
+echo "links $rate; $(grep -m1 -i 'model name' /proc/cpuinfo | sed 's/.*: //'); $(getconf _NPROCESSORS_ONLN) CPUs; commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" |
   tee "$out/table.md"
 /usr/bin/python3 "$root/tools/validate_model.py" "$pairs" | tee -a "$out/table.md"

@@ -203,6 +203,23 @@ void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) 
       4e-6 * static_cast<double>(largest), 1e6 * am, 2e-9 / bm);
   p.learner = {measured(a / 4, how), measured(2 / b, how)};
   p.server = p.learner;
+  if (!shm && j.contains("send")) {
+    // what is still to arrive when the send is done: the time between, at the link's rate
+    const auto& s = j["send"];
+    const double sent = s["sent_s"].get<double>(), arrived = s["arrived_s"].get<double>();
+    const double buffered = std::clamp((arrived - sent - 2 * a / 4) * 2 / b, 0.0, s["bytes"].get<double>());
+    p.send_buffer_bytes = measured(
+        buffered, fmt::format("asgd calibrate {}: a send of {:.1f} MB to a posted receive ({}): done after {:.4f} s, "
+                              "arrived (acknowledged) after {:.4f} s, median of 3; (arrived - done - 2 latencies) "
+                              "x the bandwidth above",
+                              today(), 1e-6 * s["bytes"].get<double>(), where, sent, arrived));
+  }
+  p.exchange = perf::Exchange{shm ? "shared-windows" : "messages", "measured",
+                              fmt::format("asgd calibrate {}: the link probe's 2 ranks ({}) {}", today(), where,
+                                          shm ? "share node-local windows: replies are copied by the learners"
+                                              : "have no shared window: the weights and gradients go by message")};
+  if (p.send_buffer_bytes)
+    spdlog::info("links    a send is done with {:.2f} MB still to arrive (send buffers)", 1e-6 * p.send_buffer_bytes->value);
   spdlog::info("links    latency {:.1f} us per endpoint, {:.2f} GB/s ({}, ranks {})", 1e6 * a / 4, 2e-9 / b,
                shm ? "shared windows" : "messages", where);
   std::filesystem::remove_all(dir);
@@ -372,6 +389,10 @@ int cmd_calibrate_probe(const std::string& out, index_t largest) {
       continue;  // no shared windows here: messages only
     }
     j[shm ? "shm" : "messages"] = pts;
+  }
+  {  // the largest size's send against its arrival (the send buffers)
+    const ps::SendTimes st = ps::send_times(comm, sizes.back(), 3);
+    j["send"] = {{"bytes", 4.0 * static_cast<double>(sizes.back())}, {"sent_s", st.sent}, {"arrived_s", st.arrived}};
   }
   j["hosts"] = ps::rank_hosts(comm);  // collective; rank 0 gets both
   if (comm.rank() == 0) write_file_atomic(out, j.dump());

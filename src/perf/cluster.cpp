@@ -21,12 +21,26 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
     cores_res_ = 0;
     capacity_.push_back(spec_.cores);
   }
-  learner_res0_ = static_cast<int>(capacity_.size());
+  learner_tx0_ = learner_rx0_ = static_cast<int>(capacity_.size());
   capacity_.insert(capacity_.end(), L, spec_.learner_Bps);
-  shard_res0_ = static_cast<int>(capacity_.size());
+  if (spec_.duplex) {
+    learner_rx0_ = static_cast<int>(capacity_.size());
+    capacity_.insert(capacity_.end(), L, spec_.learner_Bps);
+  }
+  shard_tx0_ = shard_rx0_ = static_cast<int>(capacity_.size());
   capacity_.insert(capacity_.end(), S, spec_.server_Bps);
+  if (spec_.duplex) {
+    shard_rx0_ = static_cast<int>(capacity_.size());
+    capacity_.insert(capacity_.end(), S, spec_.server_Bps);
+  }
   users_.assign(capacity_.size(), 0);
   shards_.resize(S);
+  for (auto& s : shards_) {
+    s.applied_of.assign(L, -1);
+    s.applied_seq.assign(L, 0);
+  }
+  current_push_.assign(L, -1);
+  sending_.assign(L, 0);
   learners_.resize(L);
   times_.resize(L);
   pushed_at_.assign(L, -1);
@@ -59,7 +73,7 @@ int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag)
 }
 
 // The bytes of a transfer flow after both endpoints' latencies.
-void Cluster::transfer(int learner, int shard, double bytes, Tag then) {
+void Cluster::transfer(int learner, int shard, double bytes, Tag then, bool to_shard) {
   int id = 0;
   if (free_transfers_.empty()) {
     id = static_cast<int>(transfers_.size());
@@ -68,7 +82,7 @@ void Cluster::transfer(int learner, int shard, double bytes, Tag then) {
     id = free_transfers_.back();
     free_transfers_.pop_back();
   }
-  transfers_[static_cast<std::size_t>(id)] = {learner, shard, bytes, then};
+  transfers_[static_cast<std::size_t>(id)] = {learner, shard, bytes, then, to_shard};
   Tag t{Kind::latency};
   t.transfer = id;
   timer(spec_.learner_latency_s + spec_.server_latency_s, t);
@@ -111,7 +125,8 @@ std::optional<int> Cluster::next() {
     std::size_t a = acts_.size();
     for (std::size_t i = 0; i < acts_.size(); ++i) {
       if (!acts_[i].live) continue;
-      const double t = acts_[i].rate > 0 ? now_ + acts_[i].left / acts_[i].rate : kInf;
+      const Activity& x = acts_[i];
+      const double t = x.rate > 0 ? now_ + (x.left - std::max(0.0, x.notify_left)) / x.rate : kInf;
       if (t < ta) {
         ta = t;
         a = i;
@@ -126,6 +141,12 @@ std::optional<int> Cluster::next() {
     } else {
       advance(ta);
       Activity& done = acts_[a];
+      if (done.notify_left >= 0) {  // its sender is done; the bytes flow on
+        done.left = done.notify_left;
+        done.notify_left = -1;
+        handle(done.notify);
+        continue;
+      }
       done.live = false;
       done.left = 0;
       for (int r : done.res)
@@ -150,7 +171,20 @@ void Cluster::handle(const Tag& tag) {
         handle(x.then);
         return;
       }
-      activity(x.bytes, kInf, learner_res0_ + x.learner, shard_res0_ + x.shard, x.then);
+      if (x.to_shard) {
+        activity(x.bytes, kInf, learner_tx0_ + x.learner, shard_rx0_ + x.shard, x.then);
+        return;
+      }
+      const int a = activity(x.bytes, kInf, learner_rx0_ + x.learner, shard_tx0_ + x.shard, x.then);
+      if (spec_.duplex) {  // the shard's send is done when the rest fits its buffers
+        const Tag sent{Kind::reply_sent, x.learner, x.shard};
+        if (x.bytes <= spec_.send_buffer_bytes) {
+          timer(0, sent);
+        } else {
+          acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
+          acts_[static_cast<std::size_t>(a)].notify = sent;
+        }
+      }
       return;
     }
     case Kind::staged:
@@ -161,8 +195,13 @@ void Cluster::handle(const Tag& tag) {
       return;
     case Kind::recv: {
       Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
+      --sending_[static_cast<std::size_t>(p.learner)];
+      for (int q = 0; q < spec_.shards; ++q)
+        if (q != k) try_start(q);
       if (++p.received == spec_.shards) {
-        pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
+        // released before its push reached every shard: it waited for nothing
+        if (learners_[static_cast<std::size_t>(p.learner)].released_at < p.made)
+          pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
         times_[static_cast<std::size_t>(p.learner)].push_s += now_ - p.made;
       }
       if (spec_.inject_byte_s > 0) {
@@ -187,18 +226,25 @@ void Cluster::handle(const Tag& tag) {
       return;
     case Kind::reply_injected: {
       Shard& s = shards_[static_cast<std::size_t>(k)];
-      for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k});
+      if (spec_.duplex) {
+        transfer(s.reply_to[s.next_reply++], k, bytes(k), Tag{Kind::reply, l, k}, false);
+        return;
+      }
+      for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k}, false);
       return;
     }
     case Kind::reply: {
-      Shard& s = shards_[static_cast<std::size_t>(k)];
       reply_arrived(l);
-      if (--s.replies_left == 0) {
-        s.busy = false;
-        try_start(k);
-      }
+      if (spec_.duplex) return;  // the shard went on when its send was done (reply_sent)
+      if (--shards_[static_cast<std::size_t>(k)].replies_left == 0) serve(k);
       return;
     }
+    case Kind::reply_sent:
+      if (--shards_[static_cast<std::size_t>(k)].replies_left == 0)
+        serve(k);
+      else
+        send_reply(k);
+      return;
   }
 }
 
@@ -211,29 +257,44 @@ void Cluster::start(double t) {
     ln.released_at = t;
   }
   for (int k = 0; k < spec_.shards; ++k) {
-    shards_[static_cast<std::size_t>(k)].busy = true;
-    shards_[static_cast<std::size_t>(k)].reply_to = all;
+    Shard& s = shards_[static_cast<std::size_t>(k)];
+    s.busy = true;
+    s.reply_to = all;
     send_replies(k);
   }
 }
 
 void Cluster::start_push(int l) {
   const auto id = static_cast<std::int64_t>(pushes_.size());
-  pushes_.push_back({l, now_});
+  Push p;
+  p.learner = l;
+  p.made = now_;
+  pushes_.push_back(std::move(p));
+  current_push_[static_cast<std::size_t>(l)] = id;
   for (int k = 0; k < spec_.shards; ++k) {
-    shards_[static_cast<std::size_t>(k)].pushes.push(id);
+    shards_[static_cast<std::size_t>(k)].pushes.push_back(id);
     try_start(k);
   }
 }
 
+// An idle shard takes the earliest push whose learner is not sending to
+// another shard at the moment: a learner's push goes to one shard at a
+// time, in the order the shards take it. (Shards that took one learner's
+// push at once would share its link and stay in step; the real ones drift
+// apart, each serving another learner, and measure so.)
 void Cluster::try_start(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   if (s.busy || s.pushes.empty()) return;
-  s.job = s.pushes.front();
-  s.pushes.pop();
+  const auto it = std::find_if(s.pushes.begin(), s.pushes.end(), [&](std::int64_t id) {
+    return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] == 0;
+  });
+  if (it == s.pushes.end()) return;  // taken up when a learner's send ends
+  s.job = *it;
+  s.pushes.erase(it);
   s.busy = true;
   const int l = pushes_[static_cast<std::size_t>(s.job)].learner;
-  transfer(l, k, bytes(k), Tag{Kind::recv, l, k});
+  ++sending_[static_cast<std::size_t>(l)];
+  transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
 }
 
 // The push received: its apply (and the update's, at every c-th) on a CPU.
@@ -249,9 +310,20 @@ void Cluster::apply(int k) {
     handle(t);
 }
 
+// Shard k has applied its push. The first shard to apply a push has the run
+// decide (next() returns it); the decision is then every shard's.
 void Cluster::applied(int k) {
-  Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
-  if (++p.applied == spec_.shards) pending_ = shards_[static_cast<std::size_t>(k)].job;
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  Push& p = pushes_[static_cast<std::size_t>(s.job)];
+  s.applied_of[static_cast<std::size_t>(p.learner)] = s.job;
+  s.applied_seq[static_cast<std::size_t>(p.learner)] = s.applied;
+  if (!p.decided) {
+    p.decided = true;
+    deciding_ = k;
+    pending_ = s.job;
+    return;
+  }
+  serve(k);
 }
 
 void Cluster::release(const std::vector<int>& learners) {
@@ -261,29 +333,74 @@ void Cluster::release(const std::vector<int>& learners) {
     auto& ln = learners_[static_cast<std::size_t>(q)];
     const double pushed = pushed_at_[static_cast<std::size_t>(q)];
     if (pushed >= 0) times_[static_cast<std::size_t>(q)].wait_s += now_ - pushed;
+    pushed_at_[static_cast<std::size_t>(q)] = -1;
     ln.replies_left = spec_.shards;
     ln.released_at = now_;
   }
-  for (int k = 0; k < spec_.shards; ++k) {
-    shards_[static_cast<std::size_t>(k)].reply_to = learners;
-    send_replies(k);
+  if (!learners.empty())
+    for (auto& s : shards_) s.decisions.push_back(learners);
+  const int k0 = deciding_;
+  deciding_ = -1;
+  serve(k0);
+  for (int k = 0; k < spec_.shards; ++k)
+    if (k != k0 && !shards_[static_cast<std::size_t>(k)].busy) serve(k);
+}
+
+// Shard k is free (its push applied, or its replies sent): it replies for
+// every decision whose learners' pushes it has applied (all of them: a
+// hardsync update waits for its last push here too), else takes a push.
+void Cluster::serve(int k) {
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  s.busy = false;
+  s.reply_to.clear();
+  for (auto d = s.decisions.begin(); d != s.decisions.end();) {
+    const bool ready = std::all_of(d->begin(), d->end(), [&](int q) {
+      return s.applied_of[static_cast<std::size_t>(q)] == current_push_[static_cast<std::size_t>(q)];
+    });
+    if (ready) {
+      s.reply_to.insert(s.reply_to.end(), d->begin(), d->end());
+      d = s.decisions.erase(d);
+    } else {
+      ++d;
+    }
   }
+  if (s.reply_to.empty()) {
+    try_start(k);
+    return;
+  }
+  // in the order this shard applied their pushes, as the real one replies
+  std::stable_sort(s.reply_to.begin(), s.reply_to.end(), [&](int a, int b) {
+    return s.applied_seq[static_cast<std::size_t>(a)] < s.applied_seq[static_cast<std::size_t>(b)];
+  });
+  s.busy = true;
+  send_replies(k);
 }
 
 void Cluster::send_replies(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   const auto n = static_cast<int>(s.reply_to.size());
-  if (n == 0) {
-    s.busy = false;
-    try_start(k);
+  s.replies_left = n;
+  if (spec_.duplex) {
+    s.next_reply = 0;
+    send_reply(k);
     return;
   }
-  s.replies_left = n;
   if (spec_.inject_byte_s > 0) {
     timer(n * bytes(k) * spec_.inject_byte_s, Tag{Kind::reply_injected, -1, k});
     return;
   }
   handle(Tag{Kind::reply_injected, -1, k});
+}
+
+// Duplex links: the next reply of shard k (its injected cost, then its bytes).
+void Cluster::send_reply(int k) {
+  const Shard& s = shards_[static_cast<std::size_t>(k)];
+  const Tag t{Kind::reply_injected, s.reply_to[s.next_reply], k};
+  if (spec_.inject_byte_s > 0) {
+    timer(bytes(k) * spec_.inject_byte_s, t);
+    return;
+  }
+  handle(t);
 }
 
 void Cluster::reply_arrived(int l) {

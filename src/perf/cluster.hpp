@@ -8,13 +8,24 @@
 //  - Each shard handles one push at a time, in the order the pushes were
 //    made: it receives the push (a transfer), adds it (accumulate cost per
 //    parameter, plus the update cost when it completes an update of c
-//    gradients, plus injected costs), then, once the run has decided whom the
-//    push releases, sends those learners its replies (transfers), and only
-//    then takes the next push. Shards take the run's decision together: a
-//    shard that has applied push p waits for the others to apply it.
+//    gradients, plus injected costs), sends the learners the push releases
+//    its replies (transfers), and only then takes the next push. The run
+//    decides whom a push releases when the first shard has applied it; every
+//    other shard replies as decided once it has applied the push itself (as
+//    the real shards do, each on its own: they see the same pushes in the
+//    same order, so they decide alike).
 //  - A transfer takes both endpoints' latencies, then its bytes flow at the
 //    smaller of the two links' equal shares (every transfer on a link at once
 //    shares it: a server's link is shared by every learner that talks to it).
+//  - Two kinds of links (`duplex`). Shared windows (ranks of one node, the
+//    default): a link is one capacity that both directions share, and a
+//    shard's replies go to every released learner at once (each learner
+//    copies the weights itself). Network links (ranks on different nodes):
+//    each endpoint sends and receives at its rate at once (a transfer takes
+//    the sender's send side and the receiver's receive side), and a shard
+//    sends its replies one at a time, in the order of the release, each
+//    after the last has left its send buffers (`send_buffer_bytes`: the real
+//    server's send is done when the data is in the kernel's buffers).
 //  - CPU work (compute steps, a shard's apply) shares `cores` processors
 //    when the ranks (learners + shards) outnumber them: each working rank
 //    runs at min(1, cores / (working + load x waiting)), where a waiting
@@ -25,6 +36,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <deque>
+#include <list>
 #include <queue>
 #include <vector>
 
@@ -41,6 +54,11 @@ struct ClusterSpec {
   double waiting_rank_load = 0;  // ranks outnumber cores: a waiting rank's share of a core
   double cycle_cpu_s = 0;        // CPU seconds a learner adds to each cycle's draw (nsync's local updates)
   double stage_s = 0;  // GPU learners: host staging per cycle (both ways)
+  bool duplex = false;  // network links (see above); false: shared windows
+  // Network links: the bytes a sender's send buffers hold. A shard's send is
+  // done (it sends the next reply, or takes the next push) when all but
+  // these bytes of a reply have left; the rest still flows to the learner.
+  double send_buffer_bytes = 0;
 };
 
 // Seconds of learner l's times, as the results' per-learner rows hold them.
@@ -55,18 +73,21 @@ class Cluster {
 
   // Every shard sends the weights to every learner from time t (the start).
   void start(double t);
-  // Runs the clock to the next push that every shard has applied and returns
-  // its learner (the run then decides), or nullopt when nothing is left to
+  // Runs the clock to the next push that a shard has applied first and
+  // returns its learner (the run then decides), or nullopt when nothing is left to
   // happen (every learner waits for a reply).
   std::optional<int> next();
   // The run's decision on the push next() returned: the learners it releases
-  // (each shard replies to them, then takes its next push).
+  // (each shard replies to them once it has applied the push, then takes
+  // its next push).
   void release(const std::vector<int>& learners);
   double now() const { return now_; }
   const LearnerTimes& times(int l) const { return times_[static_cast<std::size_t>(l)]; }
 
  private:
-  enum class Kind { compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, latency };
+  enum class Kind {
+    compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, reply_sent, latency
+  };
   struct Tag {
     Kind kind;
     int learner = -1, shard = -1;
@@ -76,12 +97,15 @@ class Cluster {
     int learner, shard;
     double bytes;
     Tag then;
+    bool to_shard;  // a push (learner to shard), else a reply
   };
   struct Activity {  // fluid work: CPU seconds or bytes
     double left = 0, max_rate = 1e300, rate = 0;
     int res[2] = {-1, -1};
     bool live = false;
     Tag tag{};
+    double notify_left = -1;  // >= 0: `notify` fires when `left` comes down to it
+    Tag notify{};
   };
   struct Timer {
     double time;
@@ -90,17 +114,22 @@ class Cluster {
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
   struct Shard {
-    std::queue<std::int64_t> pushes;  // push ids, in the order made
+    std::deque<std::int64_t> pushes;  // push ids waiting, in the order made
     bool busy = false;
     std::int64_t job = -1;
     std::int64_t applied = 0;
     int replies_left = 0;
     std::vector<int> reply_to;
+    std::size_t next_reply = 0;  // duplex: the next of reply_to to send to
+    std::vector<std::int64_t> applied_of;       // per learner: its last push this shard applied
+    std::vector<std::int64_t> applied_seq;      // per learner: when (this shard's count of applies)
+    std::list<std::vector<int>> decisions;      // releases this shard has not replied for yet
   };
   struct Push {
     int learner;
     double made;
     int applied = 0, received = 0;
+    bool decided = false;
   };
   struct LearnerState {
     int replies_left = 0;
@@ -109,7 +138,8 @@ class Cluster {
 
   void timer(double dt, Tag tag);
   int activity(double left, double max_rate, int res0, int res1, Tag tag);
-  void transfer(int learner, int shard, double bytes, Tag then);
+  void transfer(int learner, int shard, double bytes, Tag then, bool to_shard);
+  void send_reply(int k);
   void rates();
   void advance(double t);
   void handle(const Tag& tag);
@@ -118,6 +148,7 @@ class Cluster {
   void apply(int k);
   void applied(int k);
   void send_replies(int k);
+  void serve(int k);
   void reply_arrived(int l);
   void begin_compute(int l);
   double bytes(int k) const { return 4.0 * spec_.shard_params[static_cast<std::size_t>(k)]; }
@@ -128,9 +159,11 @@ class Cluster {
   std::uint64_t seq_ = 0;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::vector<Activity> acts_;       // slots reused
-  std::vector<double> capacity_;     // resources: [cores], learner links, shard links
+  // resources: [cores], learner links, shard links (duplex: each link's
+  // send and receive sides, learners' then shards')
+  std::vector<double> capacity_;
   std::vector<int> users_;
-  int cores_res_ = -1, learner_res0_ = 0, shard_res0_ = 0;
+  int cores_res_ = -1, learner_tx0_ = 0, learner_rx0_ = 0, shard_tx0_ = 0, shard_rx0_ = 0;
   std::vector<Shard> shards_;
   std::vector<Push> pushes_;
   std::vector<LearnerState> learners_;
@@ -139,7 +172,10 @@ class Cluster {
   std::vector<Transfer> transfers_;      // slots reused once their bytes flow
   std::vector<int> free_transfers_;
   std::vector<double> pushed_at_;        // per learner: when its last push was received everywhere
-  std::optional<std::int64_t> pending_;  // applied everywhere, next() has not returned it yet
+  std::vector<std::int64_t> current_push_;  // per learner: its last push (-1: none yet)
+  std::vector<int> sending_;                // per learner: shards receiving its push now
+  int deciding_ = -1;                       // the shard whose apply awaits the run's decision
+  std::optional<std::int64_t> pending_;  // applied by a shard first, next() has not returned it yet
   std::optional<std::int64_t> decided_;  // returned by next(), release() not called yet
 };
 

@@ -40,6 +40,7 @@ constexpr Domain kCv{0, false, 10};
 constexpr Domain kPerUnit{0, false, 1};  // seconds per parameter or byte
 constexpr Domain kCores{0, true, 1e6};
 constexpr Domain kShareOfCore{0, false, 1};
+constexpr Domain kBytes{0, false, 1e12};
 
 // Reading one file: every problem is "<file>: <key>: <what>".
 class Reader {
@@ -123,6 +124,26 @@ class Reader {
     return f;
   }
 
+  // {value: messages|shared-windows, measured|stated|assumed: "..."}
+  std::optional<Exchange> exchange(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+    if (!n.IsMap()) fail(key, "want {value: messages|shared-windows, measured|stated|assumed: TEXT}");
+    only(n, key, {"value", "measured", "stated", "assumed"});
+    Exchange e;
+    e.value = text(n["value"], join(key, "value"), true);
+    if (e.value != "messages" && e.value != "shared-windows")
+      fail(join(key, "value"), fmt::format("'{}' is not messages or shared-windows", shorten(e.value)));
+    for (const char* s : kSources)
+      if (n[s].IsDefined()) {
+        if (!e.source.empty()) fail(key, "give one of measured, stated, assumed");
+        e.source = s;
+        e.note = text(n[s], join(key, s), true);
+        if (e.note.empty()) fail(join(key, s), "say how, where or why");
+      }
+    if (e.source.empty()) fail(key, "say where the value comes from: measured, stated or assumed");
+    return e;
+  }
+
   std::optional<Figure> optional_figure(const YAML::Node& n, const std::string& key, Domain d) const {
     if (!n.IsDefined() || n.IsNull()) return std::nullopt;
     return figure(n, key, d);
@@ -204,9 +225,11 @@ Profile read_profile(const std::string& path) {
   for (std::size_t i = 0; i < c.size(); ++i) p.compute.push_back(r.compute(c[i], fmt::format("compute[{}]", i)));
   const YAML::Node link = root["link"];
   if (!link.IsDefined()) r.fail("link", "missing");
-  r.only(link, "link", {"learner", "server", "pcie_Bps"});
+  r.only(link, "link", {"learner", "server", "exchange", "send_buffer_bytes", "pcie_Bps"});
   p.learner = r.link(link["learner"], "link.learner");
   p.server = r.link(link["server"], "link.server");
+  p.exchange = r.exchange(link["exchange"], "link.exchange");
+  p.send_buffer_bytes = r.optional_figure(link["send_buffer_bytes"], "link.send_buffer_bytes", kBytes);
   p.pcie_Bps = r.optional_figure(link["pcie_Bps"], "link.pcie_Bps", kBandwidth);
   const YAML::Node s = root["server"];
   if (!s.IsDefined()) r.fail("server", "missing");
@@ -263,6 +286,10 @@ std::string profile_yaml(const Profile& p) {
   o << "link:\n  learner:\n    latency_s: " << fig(p.learner.latency_s)
     << "\n    bandwidth_Bps: " << fig(p.learner.bandwidth_Bps) << "\n  server:\n    latency_s: "
     << fig(p.server.latency_s) << "\n    bandwidth_Bps: " << fig(p.server.bandwidth_Bps) << "\n";
+  if (p.exchange)
+    o << "  exchange: {value: " << p.exchange->value << ", " << p.exchange->source << ": " << quoted(p.exchange->note)
+      << "}\n";
+  if (p.send_buffer_bytes) o << "  send_buffer_bytes: " << fig(*p.send_buffer_bytes) << "\n";
   if (p.pcie_Bps) o << "  pcie_Bps: " << fig(*p.pcie_Bps) << "\n";
   o << "server:\n  accumulate_s_per_param: " << fig(p.accumulate_s_per_param)
     << "\n  update_s_per_param: " << fig(p.update_s_per_param) << "\n";

@@ -42,6 +42,15 @@ struct Link {
   Figure latency_s, bandwidth_Bps;
 };
 
+// How the weights and gradients travel (perf/cluster.hpp, `duplex`):
+// "shared-windows" (ranks of one node: a link is one capacity for both
+// directions, learners copy their replies at once) or "messages" (ranks on
+// different nodes: each direction at its own rate, a shard's replies one at
+// a time). Absent: shared-windows.
+struct Exchange {
+  std::string value, source, note;
+};
+
 struct Profile {
   std::string path;  // where it was read from (for messages)
   std::string name, description, machine;
@@ -51,6 +60,10 @@ struct Profile {
   std::optional<Figure> waiting_rank_load;
   std::vector<ComputeEntry> compute;
   Link learner, server;
+  std::optional<Exchange> exchange;  // link.exchange
+  // messages: the bytes a sender's send buffers hold (its send is done when
+  // the rest has left); absent: 0
+  std::optional<Figure> send_buffer_bytes;
   std::optional<Figure> pcie_Bps;
   Figure accumulate_s_per_param;  // a shard adding one received gradient, per parameter
   Figure update_s_per_param;      // a shard applying one update, per parameter

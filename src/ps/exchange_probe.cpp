@@ -1,5 +1,6 @@
 #include "ps/exchange_probe.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -97,6 +98,40 @@ double exchange_seconds(const Comm& comm, index_t floats, int iters, bool shm) {
   double t = seconds_since(t0) / iters, slowest = 0;
   mpi_check(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "Allreduce");
   return slowest;
+}
+
+SendTimes send_times(const Comm& comm, index_t floats, int repeats) {
+  if (comm.size() != 2) throw Error("send probe: needs exactly 2 ranks");
+  std::vector<float> data(static_cast<std::size_t>(floats), 1.0f);
+  std::vector<double> sent, arrived;
+  for (int i = 0; i < repeats; ++i) {
+    char ack = 0;
+    if (comm.rank() == 1) {
+      MPI_Request body = irecv_floats(data.data(), floats, 0, kReplyData, comm.get());
+      MPI_Barrier(comm.get());
+      polite_wait(body, Wait::transfer);
+      MPI_Request r = isend(ack, 0, kPullDone, comm.get());
+      polite_wait(r, Wait::transfer);
+      continue;
+    }
+    MPI_Barrier(comm.get());
+    const auto t0 = Clock::now();
+    MPI_Request r = isend_floats(data.data(), floats, 1, kReplyData, comm.get());
+    polite_wait(r, Wait::transfer);
+    sent.push_back(seconds_since(t0));
+    r = irecv(ack, 1, kPullDone, comm.get());
+    polite_wait(r, Wait::event);
+    arrived.push_back(seconds_since(t0));
+  }
+  double out[2] = {0, 0};
+  if (comm.rank() == 0) {
+    std::sort(sent.begin(), sent.end());
+    std::sort(arrived.begin(), arrived.end());
+    out[0] = sent[sent.size() / 2];
+    out[1] = arrived[arrived.size() / 2];
+  }
+  mpi_check(MPI_Bcast(out, 2, MPI_DOUBLE, 0, comm.get()), "Bcast");
+  return {out[0], out[1]};
 }
 
 }  // namespace asgd::ps

@@ -15,4 +15,14 @@ namespace asgd::ps {
 // throws asgd::Error when the ranks share no node).
 double exchange_seconds(const Comm& comm, index_t floats, int iters, bool shm);
 
+// A reply's send against its arrival, over messages: rank 0 sends `floats`
+// to rank 1, whose receive is posted first (as a learner's reply is), and
+// times its own send until done and until rank 1's acknowledgement of the
+// whole arrives. Seconds {sent, arrived}, the median of `repeats` (rank 0's;
+// every rank gets them).
+struct SendTimes {
+  double sent = 0, arrived = 0;
+};
+SendTimes send_times(const Comm& comm, index_t floats, int repeats);
+
 }  // namespace asgd::ps

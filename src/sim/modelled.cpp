@@ -23,6 +23,8 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.learner_Bps = p.learner.bandwidth_Bps.value;
   s.server_latency_s = p.server.latency_s.value;
   s.server_Bps = p.server.bandwidth_Bps.value;
+  s.duplex = p.exchange && p.exchange->value == "messages";
+  s.send_buffer_bytes = p.send_buffer_bytes ? p.send_buffer_bytes->value : 0;
   s.accumulate_s_per_param = p.accumulate_s_per_param.value;
   s.update_s_per_param = p.update_s_per_param.value;
   s.inject_update_s = p.inject_update_s ? p.inject_update_s->value : 0;
@@ -49,6 +51,8 @@ nlohmann::json describe(const Modelled& m) {
           {"learner_Bps", s.learner_Bps},
           {"server_latency_s", s.server_latency_s},
           {"server_Bps", s.server_Bps},
+          {"exchange", s.duplex ? "messages" : "shared-windows"},
+          {"send_buffer_bytes", s.send_buffer_bytes},
           {"accumulate_s_per_param", s.accumulate_s_per_param},
           {"update_s_per_param", s.update_s_per_param},
           {"inject_update_s", s.inject_update_s},

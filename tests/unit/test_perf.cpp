@@ -180,6 +180,72 @@ TEST(Cluster, DeterministicWithRandomDraws) {
   EXPECT_EQ(run(), run());
 }
 
+// Messages (ranks on different nodes): a shard sends its replies one at a
+// time; with shared windows both copies run at once (ALinkIsSharedByItsTransfers).
+TEST(Cluster, MessagesRepliesGoOneAtATime) {
+  ClusterSpec s = one(1e6);  // 4 MB: 1 ms at the shard's 4 GB/s
+  s.learners = 2;
+  s.server_Bps = 4e9;
+  s.duplex = true;
+  Cluster c(s, [](int) { return 0.5; });
+  c.start(0);
+  EXPECT_EQ(c.next(), 0);  // reply at 1 ms, push at 0.501, received at 0.502
+  EXPECT_NEAR(c.now(), 0.502, 1e-12);
+  EXPECT_NEAR(c.times(0).pull_s, 0.001, 1e-12);
+  EXPECT_NEAR(c.times(1).pull_s, 0.002, 1e-12);
+}
+
+// One learner, two shards of 4 and 12 MB, its link 4 GB/s the bottleneck.
+// Its push goes to one shard at a time (shard 0's first), and shard 0
+// replies as soon as it has applied the push, while the push to shard 1
+// still flows. Messages: the reply and that push each take one side of the
+// learner's link; shared windows: they share it.
+TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
+  const auto run = [](bool duplex) {
+    ClusterSpec s;
+    s.shards = 2;
+    s.shard_params = {1e6, 3e6};
+    s.learner_Bps = 4e9;
+    s.duplex = duplex;
+    Cluster c(s, [](int) { return 0.01; });
+    c.start(0);
+    const auto t = async_times(c, 2);
+    return std::make_pair(t, c.times(0).pull_s);
+  };
+  // both: replies by 4 ms, push at 14 ms, shard 0 has its 4 MB at 15 ms
+  const auto [dt, dpull] = run(true);
+  ASSERT_EQ(dt.size(), 2u);
+  EXPECT_NEAR(dt[0], 0.015, 1e-12);
+  // messages: shard 1 has its 12 MB at 18 ms, its reply arrives at 21 ms; push at 31 ms
+  EXPECT_NEAR(dt[1], 0.032, 1e-12);
+  EXPECT_NEAR(dpull, 0.004 + 0.006, 1e-12);
+  const auto [st, spull] = run(false);
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_NEAR(st[0], 0.015, 1e-12);
+  // shared: shard 0's reply and the push to shard 1 share the link (17 and
+  // 19 ms), shard 1's reply arrives at 22 ms
+  EXPECT_NEAR(st[1], 0.033, 1e-12);
+  EXPECT_NEAR(spull, 0.004 + 0.007, 1e-12);
+}
+
+// A shard's send is done when the rest fits its send buffers: with 3 MB of
+// buffers it sends the next reply after 1 of the 4 MB, and both replies
+// share its send side from then on.
+TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
+  ClusterSpec s = one(1e6);  // 4 MB: 1 ms at 4 GB/s
+  s.learners = 2;
+  s.server_Bps = 4e9;
+  s.duplex = true;
+  s.send_buffer_bytes = 3e6;
+  Cluster c(s, [](int) { return 0.5; });
+  c.start(0);
+  c.next();
+  // reply 0 alone to 0.25 ms, then the two share: reply 0's 3 MB at 2 GB/s to 1.75 ms
+  EXPECT_NEAR(c.times(0).pull_s, 0.00175, 1e-12);
+  // reply 1: 3 MB of 4 by 1.75 ms, the last alone: 2 ms
+  EXPECT_NEAR(c.times(1).pull_s, 0.002, 1e-12);
+}
+
 TEST(Cluster, NothingLeftWhenEveryoneWaits) {
   ClusterSpec s = one(10);
   Cluster c(s, [](int) { return 0.1; });
@@ -243,6 +309,29 @@ TEST_F(Profiles, ReadsWritesAndReadsBack) {
 // Texts that need quoting and figures that 6 digits would round come back
 // exactly (fuzz_profile found a model name in single quotes read back without
 // them: the model was written unquoted).
+TEST_F(Profiles, TheExchangeReadsBackAndIsChecked) {
+  std::string text = valid();
+  const std::string at = "  pcie_Bps:";
+  text.insert(text.find(at), "  exchange: {value: messages, measured: \"two hosts\"}\n");
+  const Profile p = read_profile(write("p.yaml", text));
+  ASSERT_TRUE(p.exchange);
+  EXPECT_EQ(p.exchange->value, "messages");
+  EXPECT_EQ(p.exchange->note, "two hosts");
+  EXPECT_EQ(profile_yaml(read_profile(write("q.yaml", profile_yaml(p)))), profile_yaml(p));
+  EXPECT_FALSE(read_profile(write("r.yaml", valid())).exchange);  // absent: shared windows
+  auto refused = [&](const std::string& entry) {
+    std::string t = valid();
+    t.insert(t.find(at), "  exchange: " + entry + "\n");
+    return refusal(t);
+  };
+  EXPECT_NE(refused("{value: ethernet, measured: \"x\"}").find("link.exchange.value: 'ethernet' is not messages"),
+            std::string::npos);
+  EXPECT_NE(refused("{value: messages}").find("link.exchange: say where"), std::string::npos);
+  EXPECT_NE(refused("{value: messages, measured: \"\"}").find("link.exchange.measured: say how"),
+            std::string::npos);
+  EXPECT_NE(refused("messages").find("link.exchange: want {value"), std::string::npos);
+}
+
 TEST_F(Profiles, TextsAndFiguresComeBackExactly) {
   std::string text = valid();
   const auto at = [&](const std::string& from, const std::string& to) {
