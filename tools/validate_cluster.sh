@@ -7,32 +7,41 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: sudo tools/validate_cluster.sh [-l RATE] [-L "1 2 4"] [-S "1 2"] [-p "hardsync"] [-u N]
-                                      [-r N] [-o OUT] [-h]
+Usage: sudo tools/validate_cluster.sh [-m MODEL] [-b BATCH] [-l RATE] [-L "1 2 4"] [-S "1 2"]
+                                      [-p "hardsync"] [-u N] [-r N] [-x "ARGS"] [-o OUT] [-h]
+
+  -m MODEL a built-in model (default lenet)
+  -b BATCH minibatch size (default 64)
 
   -l RATE  every node's link, both directions (tc syntax; default 200mbit)
   -L LIST  learner counts (default "1 2 4")
   -S LIST  server shard counts (default "1 2")
   -p LIST  protocols of hardsync, softsync (n = L), nsync (n_sync 4) (default "hardsync")
-  -u N     updates of a hardsync run (default 12; softsync N x L pushes, nsync N x L / 4 rounds)
+  -u N     updates of a hardsync run (default 12; softsync N x L pushes, nsync N x L / 2 rounds
+           of n_sync 4 minibatches, at least 6)
   -r N     real runs per configuration, their median measured (default 1)
+  -x ARGS  more `asgd train` options for every run, real and virtual (e.g. "--lr 0.02")
   -o OUT   working folder (default /tmp/asgd-validate-cluster): profile, results, logs, table.md
   -h       this help
 
-lenet (3.3M parameters, 13 MB a push or a pull), batch 64, seed 7. Rank r runs on node r + 1:
-the S shards and the L learners each on a node of their own, L + S nodes. The cluster is
-brought up (and taken down at the end) unless one is up already. Needs root, the ompi preset's
+Seed 7; lenet is 3.3M parameters, 13 MB a push or a pull. Rank r runs on node r + 1: the S
+shards and the L learners each on a node of their own, L + S nodes. The cluster is brought up
+(and taken down at the end) unless one is up already; then its links are the ones it has
+(tools/cluster.sh status), and -l, when given, must name the same rate. Needs root, the ompi preset's
 asgd (build/ompi/asgd, or set ASGD) and tools/setup.sh --cluster. Exit 1 when a run is outside
 the bounds (throughput within 10%, mean staleness within 10% or 0.1 absolute below 1).
 USAGE
 }
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-rate=200mbit learners="1 2 4" shards="1 2" protocols=hardsync updates=12 repeats=1
+model=lenet batch=64 more="" rate=200mbit rate_given=0 learners="1 2 4" shards="1 2" protocols=hardsync updates=12 repeats=1
 out=/tmp/asgd-validate-cluster
-while getopts ":l:L:S:p:u:r:o:h" opt; do
+while getopts ":m:b:l:L:S:p:u:r:x:o:h" opt; do
   case "$opt" in
-    l) rate="$OPTARG" ;;
+    m) model="$OPTARG" ;;
+    b) batch="$OPTARG" ;;
+    l) rate="$OPTARG" rate_given=1 ;;
+    x) more="$OPTARG" ;;
     L) learners="$OPTARG" ;;
     S) shards="$OPTARG" ;;
     p) protocols="$OPTARG" ;;
@@ -50,6 +59,10 @@ for v in $learners $shards; do [[ $v =~ ^[1-9][0-9]?$ ]] || die "-L/-S want coun
 for p in $protocols; do [[ $p =~ ^(hardsync|softsync|nsync)$ ]] || die "-p: '$p' is not hardsync, softsync or nsync"; done
 [[ $updates =~ ^[1-9][0-9]{0,3}$ ]] || die "-u wants 1..9999, not '$updates'"
 [[ $repeats =~ ^[1-9]$ ]] || die "-r wants 1..9, not '$repeats'"
+[[ $model =~ ^[a-z0-9][a-z0-9_-]*$ ]] || die "-m: '$model' is not a model name (asgd models lists them)"
+[[ $batch =~ ^[1-9][0-9]{0,4}$ ]] || die "-b wants 1..99999, not '$batch'"
+[[ $rate =~ ^[0-9]+(\.[0-9]+)?([kmg]?(bit|bps))$ ]] || die "-l: '$rate' is not a tc rate (e.g. 200mbit, 1gbit)"
+read -r -a extra_args <<<"$more"
 [[ $(id -u) -eq 0 ]] || die "needs root (tools/cluster.sh)"
 asgd="${ASGD:-$root/build/ompi/asgd}"
 [[ -x $asgd ]] || die "no $asgd (cmake --preset ompi && cmake --build build/ompi, or set ASGD)"
@@ -62,6 +75,10 @@ made=0
 if [[ -f $D/nodes ]]; then
   have=$(wc -l <"$D/nodes")
   (( have >= nodes )) || die "the cluster that is up has $have nodes; $nodes wanted (tools/cluster.sh down first)"
+  rates=$(awk '{print $3}' "$D/nodes" | sort -u | paste -sd, -)
+  (( rate_given == 0 )) || [[ $rates == "$rate" ]] ||
+    die "-l $rate, but the cluster that is up has links $rates (tools/cluster.sh down first)"
+  rate=$rates
 else
   "$root/tools/cluster.sh" up "$nodes" --link "$rate" >&2
   made=1
@@ -76,23 +93,23 @@ pairs="$out/pairs.tsv"
 : >"$pairs"
 
 echo "calibrating: $asgd calibrate --mpiexec $mpiexec (the link probe between asgd-node1 and asgd-node2)" >&2
-"$asgd" calibrate --out "$out/profile.yaml" --models lenet --mpiexec "$mpiexec" >"$out/calibrate.log" 2>&1 ||
+"$asgd" calibrate --out "$out/profile.yaml" --models "$model" --batch "$batch" --mpiexec "$mpiexec" >"$out/calibrate.log" 2>&1 ||
   { cat "$out/calibrate.log" >&2; exit 1; }
 
-common=(--model lenet --eval-every 100 --seed 7)
+common=(--model "$model" --batch "$batch" --eval-every 100 --seed 7 "${extra_args[@]}")
 for L in $learners; do
   for S in $shards; do
     for p in $protocols; do
       steps=$updates extra=()
       case $p in
         softsync) steps=$((updates * L)); extra=(--n "$L") ;;
-        nsync) steps=$(( (updates * L + 3) / 4 )); extra=(--n-sync 4) ;;
+        nsync) steps=$(( updates * L / 2 > 6 ? updates * L / 2 : 6 )); extra=(--n-sync 4) ;;
       esac
       args=("${common[@]}" --learners "$L" --servers "$S" --protocol "$p" --max-steps "$steps" "${extra[@]}")
-      echo "== lenet L=$L S=$S $p over $((L + S)) nodes" >&2
+      echo "== $model L=$L S=$S $p over $((L + S)) nodes" >&2
       "$asgd" train "${args[@]}" --virtual --timing normal --profile "$out/profile.yaml" --results "$out/results" \
         --suite virtual -q >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
-      line="lenet L=$L S=$S $p	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
+      line="$model L=$L S=$S $p	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
       for r in $(seq "$repeats"); do
         "$mpiexec" -n $((L + S)) "$asgd" train "${args[@]}" --results "$out/results" --suite "real$r" -q \
           >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }

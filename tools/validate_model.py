@@ -2,12 +2,14 @@
 """Prints the performance model's validation table (tools/validate_model.sh):
 for each pair of results files (real MPI run, virtual run on the profile) the
 measured and predicted steady-state samples/s and mean staleness, and their
-ratios.
+ratios, and each run's throughput speedup over the same configuration's
+L = 1 run where the table has one.
 
 Usage: validate_model.py PAIRS_FILE   (lines: label<TAB>virtual.h5<TAB>real.h5[<TAB>real.h5...];
 the real runs' median throughput is the measured one, with that run's staleness)
 Exit 1 when a pair is outside the bounds (throughput within 10%, staleness
 within 10% or 0.1 absolute below 1)."""
+import re
 import sys
 
 import h5py
@@ -28,6 +30,12 @@ def figures(path):
     return rate, mean_tau
 
 
+def speedup_key(label):
+    """(label without L=, L) for labels "MODEL L=n S=k PROTOCOL"; None otherwise."""
+    m = re.fullmatch(r"(\S+) L=(\d+) (.*)", label)
+    return (m.group(1) + " " + m.group(3), int(m.group(2))) if m else None
+
+
 def main():
     rows, bad = [], 0
     for line in open(sys.argv[1]):
@@ -39,11 +47,21 @@ def main():
         ok = abs(ratio - 1) <= 0.1 and tau_ok
         bad += 0 if ok else 1
         rows.append((label, mr, pr, ratio, mt, pt, "yes" if ok else "NO"))
-    print("| run | measured samples/s (median of the real runs) | predicted | ratio | measured mean tau | predicted "
-          "| within bounds |")
-    print("|---|---|---|---|---|---|---|")
+    # throughput speedup over the same configuration's L = 1 run, where there is one
+    one = {}
     for r in rows:
-        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} |")
+        k = speedup_key(r[0])
+        if k and k[1] == 1:
+            one[k[0]] = r
+    print("| run | measured samples/s (median of the real runs) | predicted | ratio | measured mean tau | predicted "
+          "| within bounds | speedup over L = 1, measured | predicted |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        k = speedup_key(r[0])
+        base = one.get(k[0]) if k else None
+        sm = f"{r[1] / base[1]:.2f}" if base else "-"
+        sp = f"{r[2] / base[2]:.2f}" if base else "-"
+        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} | {sm} | {sp} |")
     print(f"\n{len(rows) - bad} of {len(rows)} runs within bounds (throughput within 10%, mean staleness "
           f"within 10% or 0.1 absolute below 1)")
     return 1 if bad else 0

@@ -8,12 +8,20 @@ set -euo pipefail
 usage() {
   cat <<'USAGE'
 Usage: tools/zhang_speedup.sh [-q] [-k] [-o RESULTS] [-h]
+       sudo tools/zhang_speedup.sh -c [-l RATE] [-u N] [-o OUT]
 
   -q          quick: suites/zhang2015-speedup-quick.yaml (L = 1, 2, 8) instead of
               suites/zhang2015-speedup.yaml (L = 1, 2, 4, 8, 16, 30)
   -k          keep an existing profiles/local.yaml (default: calibrate again)
   -o RESULTS  results folder (default results); reports go to
               RESULTS/<suite>/report/report.md
+  -c          on the emulated cluster instead (as root, tools/cluster.sh): the speedup
+              suite's shape (cifar10-18pct, mu = 4, n-softsync n = L, staleness rate, lr 0.02,
+              4 shards) at L = 1, 2, 4, 8, each rank on a node of its own, measured for real
+              across the nodes and modelled on a profile calibrated there
+              (tools/validate_cluster.sh); prints measured and modelled throughput and speedup
+  -l RATE     -c: every node's link (default 1gbit)
+  -u N        -c: n-softsync pushes per learner (default 150)
   -h          this help
 
 Steps: asgd calibrate --models cifar10-18pct --batch 4 -o profiles/local.yaml
@@ -28,10 +36,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 results=results
 quick=0
 keep=0
-while getopts "qko:h" opt; do
+cluster=0 rate=1gbit pushes=150
+while getopts "qkcl:u:o:h" opt; do
   case "$opt" in
     q) quick=1 ;;
     k) keep=1 ;;
+    c) cluster=1 ;;
+    l) rate="$OPTARG" ;;
+    u) pushes="$OPTARG" ;;
     o) results="$OPTARG" ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -39,6 +51,12 @@ while getopts "qko:h" opt; do
 done
 shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || { echo "zhang_speedup.sh: unexpected argument '$1'" >&2; usage >&2; exit 2; }
+if (( cluster )); then
+  [[ $results == results ]] && results=/tmp/asgd-zhang-cluster
+  # n = L softsync: tools/validate_cluster.sh gives each learner -u pushes, --n L
+  exec "$root/tools/validate_cluster.sh" -m cifar10-18pct -b 4 -L "1 2 4 8" -S 4 -p softsync -l "$rate" \
+    -u "$pushes" -x "--lr-policy staleness --lr 0.02 --momentum 0.9 --weight-decay 0.0005" -o "$results"
+fi
 asgd="${ASGD:-}"
 if [[ -z "$asgd" ]]; then
   for b in "$root/build/ci/asgd" "$root/build/default/asgd"; do [[ -x "$b" ]] && { asgd="$b"; break; }; done

@@ -164,53 +164,18 @@ std::optional<int> Cluster::next() {
 void Cluster::handle(const Tag& tag) {
   const int k = tag.shard, l = tag.learner;
   switch (tag.kind) {
-    case Kind::latency: {
-      const Transfer x = transfers_[static_cast<std::size_t>(tag.transfer)];
-      free_transfers_.push_back(tag.transfer);
-      if (x.bytes <= 0) {
-        handle(x.then);
-        return;
-      }
-      if (x.to_shard) {
-        activity(x.bytes, kInf, learner_tx0_ + x.learner, shard_rx0_ + x.shard, x.then);
-        return;
-      }
-      const int a = activity(x.bytes, kInf, learner_rx0_ + x.learner, shard_tx0_ + x.shard, x.then);
-      if (spec_.duplex) {  // the shard's send is done when the rest fits its buffers
-        const Tag sent{Kind::reply_sent, x.learner, x.shard};
-        if (x.bytes <= spec_.send_buffer_bytes) {
-          timer(0, sent);
-        } else {
-          acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
-          acts_[static_cast<std::size_t>(a)].notify = sent;
-        }
-      }
+    case Kind::latency:
+      transferred(tag.transfer);
       return;
-    }
     case Kind::staged:
       activity(draw_(l) + spec_.cycle_cpu_s, 1.0, cores_res_, -1, Tag{Kind::compute, l, -1});
       return;
     case Kind::compute:
       start_push(l);
       return;
-    case Kind::recv: {
-      Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
-      --sending_[static_cast<std::size_t>(p.learner)];
-      for (int q = 0; q < spec_.shards; ++q)
-        if (q != k) try_start(q);
-      if (++p.received == spec_.shards) {
-        // released before its push reached every shard: it waited for nothing
-        if (learners_[static_cast<std::size_t>(p.learner)].released_at < p.made)
-          pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
-        times_[static_cast<std::size_t>(p.learner)].push_s += now_ - p.made;
-      }
-      if (spec_.inject_byte_s > 0) {
-        timer(bytes(k) * spec_.inject_byte_s, Tag{Kind::recv_injected, l, k});
-        return;
-      }
-      apply(k);
+    case Kind::recv:
+      received(k, l);
       return;
-    }
     case Kind::recv_injected:
       apply(k);
       return;
@@ -248,6 +213,49 @@ void Cluster::handle(const Tag& tag) {
   }
 }
 
+// A message's latency has passed: its bytes start to flow.
+void Cluster::transferred(int id) {
+  const Transfer x = transfers_[static_cast<std::size_t>(id)];
+  free_transfers_.push_back(id);
+  if (x.bytes <= 0) {
+    handle(x.then);
+    return;
+  }
+  if (x.to_shard) {
+    activity(x.bytes, kInf, learner_tx0_ + x.learner, shard_rx0_ + x.shard, x.then);
+    return;
+  }
+  const int a = activity(x.bytes, kInf, learner_rx0_ + x.learner, shard_tx0_ + x.shard, x.then);
+  if (spec_.duplex) {  // the shard's send is done when the rest fits its buffers
+    const Tag sent{Kind::reply_sent, x.learner, x.shard};
+    if (x.bytes <= spec_.send_buffer_bytes) {
+      timer(0, sent);
+    } else {
+      acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
+      acts_[static_cast<std::size_t>(a)].notify = sent;
+    }
+  }
+}
+
+// Shard k has received a push from learner l.
+void Cluster::received(int k, int l) {
+  Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
+  --sending_[static_cast<std::size_t>(p.learner)];
+  for (int q = 0; q < spec_.shards; ++q)
+    if (q != k) try_start(q);
+  if (++p.received == spec_.shards) {
+    // released before its push reached every shard: it waited for nothing
+    if (learners_[static_cast<std::size_t>(p.learner)].released_at < p.made)
+      pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
+    times_[static_cast<std::size_t>(p.learner)].push_s += now_ - p.made;
+  }
+  if (spec_.inject_byte_s > 0) {
+    timer(bytes(k) * spec_.inject_byte_s, Tag{Kind::recv_injected, l, k});
+    return;
+  }
+  apply(k);
+}
+
 void Cluster::start(double t) {
   now_ = t;
   std::vector<int> all;
@@ -277,16 +285,19 @@ void Cluster::start_push(int l) {
   }
 }
 
-// An idle shard takes the earliest push whose learner is not sending to
-// another shard at the moment: a learner's push goes to one shard at a
-// time, in the order the shards take it. (Shards that took one learner's
-// push at once would share its link and stay in step; the real ones drift
-// apart, each serving another learner, and measure so.)
+// An idle shard takes the earliest push whose learner sends to fewer than
+// `most` shards at the moment, and else waits for one. Over messages most is
+// ceil(S / L): the shards spread over the learners, each serving another
+// learner where there are enough (the real ones drift apart so: a shard
+// takes a learner's data when it has matched that learner's push, and a
+// learner's link is shared only by the shards that took its push). Over
+// shared windows it is 1: a learner's push goes to one shard at a time.
 void Cluster::try_start(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   if (s.busy || s.pushes.empty()) return;
+  const int most = spec_.duplex ? (spec_.shards + spec_.learners - 1) / spec_.learners : 1;
   const auto it = std::find_if(s.pushes.begin(), s.pushes.end(), [&](std::int64_t id) {
-    return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] == 0;
+    return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] < most;
   });
   if (it == s.pushes.end()) return;  // taken up when a learner's send ends
   s.job = *it;

@@ -143,6 +143,8 @@ class Cluster {
   void rates();
   void advance(double t);
   void handle(const Tag& tag);
+  void transferred(int id);
+  void received(int k, int l);
   void start_push(int l);
   void try_start(int k);
   void apply(int k);

@@ -13,7 +13,7 @@
   counts of an uninterrupted run;
 - down leaves no namespace, process or file behind.
 Every command runs under this script's watchdog, which kills its process group.
-Exit 77 (skipped) when not root or without ip/tc/nsenter.
+Exit 77 (skipped) when not root, without ip/tc/nsenter, or while another emulated cluster is up.
 """
 import argparse
 import json
@@ -220,10 +220,14 @@ def main():
     os.environ.update(ASGD_CLUSTER_DIR=DIR)
     cl = os.path.abspath(a.cluster)
     asgd = os.path.abspath(a.asgd)
+    if os.path.exists(DIR):
+        sh([cl, "down"])
+    if "asgd-" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout:
+        # node names are global: leave another emulated cluster alone
+        print("cluster_test: skipped (another emulated cluster is up: tools/cluster.sh down)")
+        return 77
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            if os.path.exists(DIR):
-                sh([cl, "down"])
             bad_inputs(cl)
             rc, out, err = sh([cl, "up", "3", "--link", "1gbit", "--cpus", "2", "--slurm"])
             check(rc == 0, f"up: {err}")

@@ -196,10 +196,11 @@ TEST(Cluster, MessagesRepliesGoOneAtATime) {
 }
 
 // One learner, two shards of 4 and 12 MB, its link 4 GB/s the bottleneck.
-// Its push goes to one shard at a time (shard 0's first), and shard 0
-// replies as soon as it has applied the push, while the push to shard 1
-// still flows. Messages: the reply and that push each take one side of the
-// learner's link; shared windows: they share it.
+// Messages: its push goes to both shards at once (one learner, two shards),
+// and shard 0 replies as soon as it has applied the push, while the push to
+// shard 1 still flows; the reply and that push each take one side of the
+// learner's link. Shared windows: one shard at a time (shard 0's first),
+// and the reply and the push share the link.
 TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
   const auto run = [](bool duplex) {
     ClusterSpec s;
@@ -212,13 +213,15 @@ TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
     const auto t = async_times(c, 2);
     return std::make_pair(t, c.times(0).pull_s);
   };
-  // both: replies by 4 ms, push at 14 ms, shard 0 has its 4 MB at 15 ms
+  // messages: replies by 4 ms, push at 14 ms to both shards at 2 GB/s each,
+  // shard 0 has its 4 MB at 16 ms
   const auto [dt, dpull] = run(true);
   ASSERT_EQ(dt.size(), 2u);
-  EXPECT_NEAR(dt[0], 0.015, 1e-12);
-  // messages: shard 1 has its 12 MB at 18 ms, its reply arrives at 21 ms; push at 31 ms
-  EXPECT_NEAR(dt[1], 0.032, 1e-12);
-  EXPECT_NEAR(dpull, 0.004 + 0.006, 1e-12);
+  EXPECT_NEAR(dt[0], 0.016, 1e-12);
+  // shard 1 has its 12 MB at 18 ms, its reply arrives at 21 ms; push at 31 ms
+  EXPECT_NEAR(dt[1], 0.033, 1e-12);
+  EXPECT_NEAR(dpull, 0.004 + 0.005, 1e-12);
+  // shared: push at 14 ms, shard 0 has its 4 MB at 15 ms
   const auto [st, spull] = run(false);
   ASSERT_EQ(st.size(), 2u);
   EXPECT_NEAR(st[0], 0.015, 1e-12);
@@ -244,6 +247,40 @@ TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
   EXPECT_NEAR(c.times(0).pull_s, 0.00175, 1e-12);
   // reply 1: 3 MB of 4 by 1.75 ms, the last alone: 2 ms
   EXPECT_NEAR(c.times(1).pull_s, 0.002, 1e-12);
+}
+
+// Hardsync rounds across nodes: a lenet-sized model (13 MB a push) on
+// 25 MB/s links. From 2 learners on, one shard's link bounds the run (it
+// carries every push and every reply); a second shard on a node of its own
+// halves each shard's bytes and doubles the throughput, and with one learner
+// the learner's own link bounds it whatever the shards.
+TEST(Cluster, OneShardsLinkSaturatesAndASecondRelievesIt) {
+  const auto rate = [](int learners, int shards) {
+    ClusterSpec s;
+    s.learners = learners;
+    s.shards = shards;
+    s.shard_params.assign(static_cast<std::size_t>(shards), 3.3e6 / shards);
+    s.learner_Bps = s.server_Bps = 25e6;
+    s.duplex = true;
+    s.send_buffer_bytes = 2.6e6;
+    Cluster c(s, [](int) { return 0.09; });
+    c.start(0);
+    std::vector<int> all(static_cast<std::size_t>(learners));
+    for (int l = 0; l < learners; ++l) all[static_cast<std::size_t>(l)] = l;
+    double t0 = 0;
+    const int rounds = 12;
+    for (int r = 0; r < rounds; ++r) {
+      for (int p = 0; p < learners; ++p) {
+        EXPECT_TRUE(c.next());
+        c.release(p + 1 == learners ? all : std::vector<int>{});
+      }
+      if (r == 1) t0 = c.now();
+    }
+    return (rounds - 2) * learners / (c.now() - t0);  // minibatches per second
+  };
+  EXPECT_NEAR(rate(4, 1) / rate(2, 1), 1.0, 0.05);  // the shard's link is the bound
+  EXPECT_GT(rate(4, 2) / rate(4, 1), 1.8);
+  EXPECT_LT(rate(1, 2) / rate(1, 1), 1.25);
 }
 
 TEST(Cluster, NothingLeftWhenEveryoneWaits) {
