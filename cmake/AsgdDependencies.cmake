@@ -44,6 +44,7 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)
+find_package(Boost 1.74 REQUIRED)  # header-only: Boost.Math's distributions
 if(ASGD_ENABLE_TESTS)
   find_package(GTest REQUIRED)
 endif()

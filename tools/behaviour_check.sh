@@ -5,8 +5,8 @@
 #
 #   tools/behaviour_check.sh [--base COMMIT] [--new BIN] [--throughput] [--out DIR]
 #
-#   --base COMMIT  the commit to compare against (default cd3392b, the last commit
-#                  before the redesign); built into build/behaviour/<commit>
+#   --base COMMIT  the commit to compare against (default cd3392b, the reference
+#                  commit whose behaviour the current one must keep); built into build/behaviour/<commit>
 #                  with the ci preset the first time, reused after
 #   --new BIN      the asgd binary under test (default build/ci/asgd)
 #   --throughput   also time lenet single-learner and 2-learner MPI runs, old and new

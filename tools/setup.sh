@@ -37,7 +37,7 @@ packages=(
   mpich libmpich-dev
   libhdf5-dev hdf5-tools zlib1g-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
-  libgtest-dev libbenchmark-dev
+  libgtest-dev libbenchmark-dev libboost-math-dev
   dataset-fashion-mnist
   python3 python3-h5py python3-matplotlib python3-numpy
 )

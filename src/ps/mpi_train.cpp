@@ -154,7 +154,7 @@ int set_up(const Comm& comm, const TrainConfig& cfg, const TrainOptions& opt,
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
   Comm comm(parent);
   check_shape(cfg, comm);
-  check_injection();  // a bad ASGD_INJECT_* stops the run before any work; every rank finds it
+  check_injection();  // a bad ASGD_INJECT_* or ASGD_WAIT stops the run before any work; every rank finds it
   const bool no_servers = !UpdateRule(cfg).uses_servers();
   const int S = no_servers ? 0 : cfg.servers, L = cfg.learners;
   const bool server = comm.rank() < S;

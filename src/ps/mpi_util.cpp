@@ -25,21 +25,40 @@ constexpr auto kMaxPause = std::chrono::microseconds(500);
 double g_stall_s = 0;
 std::string g_label = "this rank";
 
+// How a rank polls in the spin phase (ASGD_WAIT, docs/PERFORMANCE.md):
+// `yield` (the default) gives the core to any other runnable thread between
+// polls, which costs nothing where a core is spare and hands the core to a
+// rank with work where the ranks outnumber the cores; `spin` polls without
+// yielding.
+bool yield_between_polls() {
+  static const bool yield = [] {
+    const char* env = std::getenv("ASGD_WAIT");
+    if (env == nullptr || *env == '\0' || std::string(env) == "yield") return true;
+    if (std::string(env) == "spin") return false;
+    throw Error(fmt::format("ASGD_WAIT='{}': want yield or spin", env));
+  }();
+  return yield;
+}
+
 [[noreturn]] void stalled(double waited, const char* what) {
   throw Stalled(fmt::format("{}: no progress for {:.0f} s while waiting for {} (--stall-timeout {:g}); "
                             "giving up",
                             g_label, waited, what, g_stall_s));
 }
 
-// Calls done() until it returns true: first spinning, then sleeping 1, 2, 4,
-// ... up to kMaxPause microseconds between calls. Throws Stalled once the
-// watchdog's timeout has passed.
+// Calls done() until it returns true: first polling (with a yield between
+// polls unless ASGD_WAIT=spin), then sleeping 1, 2, 4, ... up to kMaxPause
+// microseconds between calls. Throws Stalled once the watchdog's timeout has
+// passed.
 template <class Done>
 void backoff(Done&& done, Wait kind, const char* what) {
   const auto t0 = Clock::now();
   const auto spin = kind == Wait::transfer ? kSpinTransfer : kSpinEvent;
-  while (Clock::now() - t0 < spin)
+  const bool yield = yield_between_polls();
+  while (Clock::now() - t0 < spin) {
     if (done()) return;
+    if (yield) std::this_thread::yield();
+  }
   auto pause = std::chrono::microseconds(1);
   int polls = 0;
   while (!done()) {
@@ -104,6 +123,7 @@ void check_injection() {
   try {
     (void)injection();
     (void)injected_server_costs();
+    (void)yield_between_polls();
   } catch (const Error& e) {
     throw CollectiveError(e.what());
   }

@@ -6,19 +6,13 @@
 #include <cstddef>
 #include <numeric>
 
+#include <boost/math/distributions/students_t.hpp>
+
 namespace asgd::report {
 
 double t_quantile_975(int df) {
-  // t_{0.975, df}, df = 1..30 (checked against numerical integration of the t density).
-  static constexpr std::array<double, 30> kTable = {
-      12.7062047, 4.30265273, 3.18244631, 2.77644511, 2.57058184, 2.44691185, 2.36462425,
-      2.30600414, 2.26215716, 2.22813885, 2.20098516, 2.17881283, 2.16036866, 2.14478669,
-      2.13144955, 2.11990530, 2.10981558, 2.10092204, 2.09302405, 2.08596345, 2.07961384,
-      2.07387307, 2.06865761, 2.06389856, 2.05953855, 2.05552944, 2.05183052, 2.04840714,
-      2.04522964, 2.04227246};
   if (df < 1) return kNaN;
-  if (df <= 30) return kTable[static_cast<std::size_t>(df - 1)];
-  return 1.95996398;
+  return boost::math::quantile(boost::math::students_t(static_cast<double>(df)), 0.975);
 }
 
 Interval mean_ci95(const std::vector<double>& x) {

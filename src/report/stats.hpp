@@ -13,7 +13,7 @@ namespace asgd::report {
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Two-sided 95% quantile of Student's t with df degrees of freedom
-// (t_{0.975, df}): a table for df 1..30, the normal 1.959964 beyond.
+// (t_{0.975, df}), from Boost.Math; NaN for df < 1.
 double t_quantile_975(int df);
 
 // Mean and 95% interval mean -/+ t_{0.975, n-1} * s / sqrt(n), s the sample
