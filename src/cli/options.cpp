@@ -109,38 +109,64 @@ using config::Nested;
 template <class S>
 void add_field(CLI::App& app, S& s, const config::Field<S>& f, TrainConfig& c);
 
+// A parse check whose text --help leaves out: the option's type name says
+// its domain instead.
+CLI::Validator silent(CLI::Validator v) {
+  v.description("");
+  return v;
+}
+
+// What --help shows after a number's flag: "INT >= 1 (64)", "NUMBER in [0, 1)",
+// from the field table's range; the default in brackets where there is one.
+template <class V>
+std::string number_type(const config::Range& r, const std::string& def) {
+  std::string t = std::is_integral_v<V> ? "INT" : "NUMBER";
+  if (r.given()) t += " " + r.describe(std::is_integral_v<V>);
+  if (!def.empty()) t += " (" + def + ")";
+  return t;
+}
+
 template <class S, class T>
-void add_member(CLI::App& app, S& s, const config::Option& o, T S::*m) {
+void add_member(CLI::App& app, S& s, const config::Option& o, const config::Range& range, T S::*m) {
   // CLI11 alone would saturate 99999999999999999999 to 2^63-1 and read 0x10 as 16.
   if constexpr (config::is_optional_v<T>) {
     // given is given, whatever the value (no sentinel): the configuration checks it
     using V = typename T::value_type;
     CLI::Option* opt = app.add_option_function<V>(
         o.flag, [&s, m](const V& v) { s.*m = v; }, o.help);
-    if constexpr (std::is_same_v<V, std::string>)
+    if constexpr (std::is_same_v<V, std::string>) {
       opt->check(kNonEmpty);
-    else if constexpr (std::is_integral_v<V>)
-      opt->check(whole_in(std::numeric_limits<V>::min(), std::numeric_limits<V>::max()));
-    else
-      opt->check(kNumber);
+    } else {
+      if constexpr (std::is_integral_v<V>)
+        opt->check(silent(whole_in(std::numeric_limits<V>::min(), std::numeric_limits<V>::max())));
+      else
+        opt->check(silent(kNumber));
+      opt->type_name(number_type<V>(range, ""));
+    }
   } else if constexpr (std::is_same_v<T, bool>) {
     app.add_flag(o.flag, s.*m, o.help);
   } else if constexpr (std::is_same_v<T, std::vector<double>>) {
     app.add_option(o.flag, s.*m, o.help)
         ->delimiter(',')
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-        ->check(kNumber);
+        ->check(silent(kNumber))
+        ->type_name(number_type<double>(range, ""));
   } else {
     CLI::Option* opt = app.add_option(o.flag, s.*m, o.help);
-    if (s.*m != T{} || !std::is_same_v<T, std::string>) opt->capture_default_str();
-    if constexpr (std::is_same_v<T, std::string>)
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!(s.*m).empty()) opt->capture_default_str();
       opt->check(kNonEmpty);
-    else if constexpr (std::is_same_v<T, std::uint64_t>)
-      opt->check(kUnsigned64);
-    else if constexpr (std::is_integral_v<T>)
-      opt->check(whole_in(std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
-    else if constexpr (std::is_floating_point_v<T>)
-      opt->check(kNumber);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      if constexpr (std::is_same_v<T, std::uint64_t>)
+        opt->check(silent(kUnsigned64));
+      else if constexpr (std::is_integral_v<T>)
+        opt->check(silent(whole_in(std::numeric_limits<T>::min(), std::numeric_limits<T>::max())));
+      else
+        opt->check(silent(kNumber));
+      opt->type_name(number_type<T>(range, fmt::format("{}", s.*m)));
+    } else {
+      opt->capture_default_str();
+    }
   }
 }
 
@@ -152,13 +178,17 @@ void add_field(CLI::App& app, S& s, const config::Field<S>& f, TrainConfig& c) {
         if constexpr (std::is_same_v<M, Nested>) {
           for (const auto& d : config::dataset_fields()) add_field(app, c.data, d, c);
         } else if constexpr (std::is_same_v<M, Hwc>) {
-          const CLI::Validator int64 = whole_in(std::numeric_limits<index_t>::min(), std::numeric_limits<index_t>::max());
+          const CLI::Validator int64 =
+              silent(whole_in(std::numeric_limits<index_t>::min(), std::numeric_limits<index_t>::max()));
           app.add_option_function<index_t>(
                  f.option.flag, [&c](index_t v) { c.data.h = c.data.w = v; }, f.option.help)
-              ->check(int64);
-          app.add_option(f.option2.flag, c.data.c, f.option2.help)->capture_default_str()->check(int64);
+              ->check(int64)
+              ->type_name(number_type<index_t>(f.range, ""));
+          app.add_option(f.option2.flag, c.data.c, f.option2.help)
+              ->check(int64)
+              ->type_name(number_type<index_t>(config::depends("in 1..4096"), fmt::format("{}", c.data.c)));
         } else if (f.option.flag) {
-          add_member(app, s, f.option, m);
+          add_member(app, s, f.option, f.range, m);
         }
       },
       f.member);

@@ -16,9 +16,7 @@
 
 #include "common/blas_env.hpp"
 
-#ifndef ASGD_GIT_COMMIT
-#define ASGD_GIT_COMMIT "unknown"
-#endif
+#include "git_commit.h"  // generated at every build: ASGD_GIT_COMMIT
 
 namespace asgd {
 

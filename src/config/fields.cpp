@@ -53,11 +53,6 @@ constexpr std::size_t kMaxPath = 4096;
 constexpr int kMaxRanks = 65536;
 constexpr int kMaxThreads = kMaxThreadsPerRank;  // Kokkos 3.4 OpenMP's pool
 
-void check_ranks(Problems& p, const char* what, int n) {
-  need(p, n >= 1, fmt::format("{} {} must be >= 1", what, n));
-  need(p, n <= kMaxRanks, fmt::format("{} {} is more than {}", what, n, kMaxRanks));
-}
-
 // A registered name (or a problem listing the known ones), and the chosen
 // type's own checks.
 template <class T>
@@ -115,11 +110,15 @@ const std::vector<Field<D>>& dataset_fields() {
          need(p, d.dir.size() <= kMaxPath, fmt::format("data folder '{}' is too long", shorten(d.dir)));
          utf8_path(p, "data folder", d.dir);
        }},
+      // synthetic only: checked with the dataset (validate.cpp's check_synthetic)
       {.key = "shape", .member = Hwc{}, .option = {"--synthetic-size", "Synthetic image height = width (default 28)"},
-       .option2 = {"--synthetic-channels", "Synthetic image channels"}},
-      {.key = "classes", .member = &D::classes, .option = {"--synthetic-classes", "Synthetic classes"}},
-      {.key = "n_train", .member = &D::n_train, .option = {"--synthetic-train", "Synthetic training samples"}},
-      {.key = "n_test", .member = &D::n_test, .option = {"--synthetic-test", "Synthetic test samples"}},
+       .option2 = {"--synthetic-channels", "Synthetic image channels"}, .range = depends("in 1..1048576")},
+      {.key = "classes", .member = &D::classes, .option = {"--synthetic-classes", "Synthetic classes"},
+       .range = depends("in 2..1048576")},
+      {.key = "n_train", .member = &D::n_train, .option = {"--synthetic-train", "Synthetic training samples"},
+       .range = depends("in 1..1099511627776")},
+      {.key = "n_test", .member = &D::n_test, .option = {"--synthetic-test", "Synthetic test samples"},
+       .range = depends("in 1..1099511627776")},
       {.key = "seed", .member = &D::seed},
       {.key = "subtract_mean", .member = &D::subtract_mean,
        .option = {"!--no-mean-subtraction", "Do not subtract the per-pixel training mean"}},
@@ -137,25 +136,17 @@ std::vector<Field<C>> model_fields() {
        .check = [](const C& c, Problems& p) { one_of(p, "model", c.model, nn::model_names()); }},
       {.key = "dataset", .member = Nested{}, .suite = {.token = ""},
        .check = [](const C& c, Problems& p) {
-         for (const auto& f : dataset_fields())
+         for (const auto& f : dataset_fields()) {
+           check_range(c.data, f, p);
            if (f.check) f.check(c.data, p);
+         }
        }},
       {.key = "batch", .member = &C::batch, .option = {"--batch,--mu", "Samples per learner minibatch (mu)"},
-       .suite = {.token = "mu"},
-       .check = [](const C& c, Problems& p) { need(p, c.batch >= 1, fmt::format("batch {} must be >= 1", c.batch)); }},
-      {.key = "lr", .member = &C::lr, .option = {"--lr", "Base learning rate alpha0"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.lr > 0 && finite(c.lr), fmt::format("lr {} must be > 0", c.lr));
-       }},
-      {.key = "momentum", .member = &C::momentum, .option = {"--momentum", "Momentum"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.momentum >= 0 && c.momentum < 1, fmt::format("momentum {} not in [0, 1)", c.momentum));
-       }},
+       .suite = {.token = "mu"}, .range = at_least(1)},
+      {.key = "lr", .member = &C::lr, .option = {"--lr", "Base learning rate alpha0"}, .range = above(0)},
+      {.key = "momentum", .member = &C::momentum, .option = {"--momentum", "Momentum"}, .range = half_open(0, 1)},
       {.key = "weight_decay", .member = &C::weight_decay, .option = {"--weight-decay", "Weight decay (L2)"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.weight_decay >= 0 && finite(c.weight_decay),
-              fmt::format("weight decay {} must be >= 0 and finite", c.weight_decay));
-       }},
+       .range = at_least(0)},
       {.key = "lr_steps", .member = &C::lr_steps,
        .option = {"--lr-steps", "Epochs at which the rate is multiplied by --lr-gamma"},
        .check = [](const C& c, Problems& p) {
@@ -165,11 +156,9 @@ std::vector<Field<C>> model_fields() {
              p.push_back(fmt::format("lr step {} must be a finite epoch >= 0", s));
              break;
            }
-       }},
-      {.key = "lr_gamma", .member = &C::lr_gamma, .option = {"--lr-gamma", "Step-schedule factor"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.lr_gamma > 0 && finite(c.lr_gamma), fmt::format("lr gamma {} must be > 0", c.lr_gamma));
-       }},
+       },
+       .range = depends(">= 0, increasing")},
+      {.key = "lr_gamma", .member = &C::lr_gamma, .option = {"--lr-gamma", "Step-schedule factor"}, .range = above(0)},
   };
 }
 
@@ -184,46 +173,29 @@ std::vector<Field<C>> schedule_fields() {
            p.push_back(fmt::format("epochs {} must be > 0", c.epochs));
          else if (c.epochs > kMaxEpochs)
            p.push_back(fmt::format("epochs {} is beyond {} (a typo?)", c.epochs, kMaxEpochs));
-       }},
+       },
+       .range = depends("in (0, 1e6]")},
       {.key = "max_steps", .member = &C::max_steps,
        .option = {"--max-steps", "Stop after this many updates (0: no limit)"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.max_steps >= 0, fmt::format("max steps {} must be >= 0", c.max_steps));
-       }},
+       .range = at_least(0)},
       {.key = "eval_every", .member = &C::eval_every, .option = {"--eval-every", "Epochs between test evaluations"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.eval_every > 0 && finite(c.eval_every),
-              fmt::format("eval every {} epochs must be > 0", c.eval_every));
-       }},
+       .range = above(0)},
       {.key = "eval_batch", .member = &C::eval_batch, .option = {"--eval-batch", "Batch size for evaluation"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.eval_batch >= 1, fmt::format("eval batch {} must be >= 1", c.eval_batch));
-       }},
+       .range = at_least(1)},
       {.key = "eval_samples", .member = &C::eval_samples,
        .option = {"--eval-samples", "Test samples per evaluation (0: all)"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.eval_samples >= 0, fmt::format("eval samples {} must be >= 0", c.eval_samples));
-       }},
+       .range = at_least(0)},
       {.key = "checkpoint_every", .member = &C::checkpoint_every,
        .option = {"--checkpoint-every", "Updates between checkpoints (0: never)"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.checkpoint_every >= 0, fmt::format("checkpoint every {} must be >= 0", c.checkpoint_every));
-       },
-       .hashed = false},
+       .hashed = false, .range = at_least(0)},
       {.key = "seed", .member = &C::seed, .option = {"--seed", "Seed of initialisation, sampling and dropout"},
-       .suite = {.token = "s"}},
+       .suite = {.token = "s"}, .range = depends("in 0..18446744073709551615")},
       {.key = "target_error", .member = &C::target_error,
        .option = {"--target-error", "Test error (fraction) for time-to-target"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.target_error >= 0 && c.target_error <= 1,
-              fmt::format("target error {} not in [0, 1]", c.target_error));
-       }},
+       .range = closed(0, 1)},
       {.key = "diverge_loss", .member = &C::diverge_loss,
        .option = {"--diverge-loss", "Training loss above which the run ends as diverged"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.diverge_loss > 0 && finite(c.diverge_loss),
-              fmt::format("diverge loss {} must be > 0 and finite", c.diverge_loss));
-       }},
+       .range = above(0)},
   };
 }
 
@@ -233,11 +205,7 @@ std::vector<Field<C>> placement_fields() {
       {.key = "threads",
        .member = &C::threads,
        .option = {"--threads", "Threads per rank for Kokkos and the BLAS (1: OMP_NUM_THREADS when set)"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.threads >= 1 && c.threads <= kMaxThreads,
-              fmt::format("threads {} must be in 1..{}", c.threads, kMaxThreads));
-       },
-       .hashed = false},
+       .hashed = false, .range = closed(1, kMaxThreads)},
       {.key = "device", .member = &C::device,
        .option = {"--device", "Where learners compute: cpu, or cuda (one GPU per learner by node-local rank; "
                               "ASGD_GPU_DEVICE=k forces one; needs a build with the cuda preset)"},
@@ -275,34 +243,34 @@ std::vector<Field<C>> parallel_fields() {
   return {
       {.key = "learners", .member = &C::learners, .option = {"--learners", "Learner ranks (lambda)"},
        .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "L"},
-       .check = [](const C& c, Problems& p) { check_ranks(p, "learners", c.learners); }},
+       .range = closed(1, kMaxRanks)},
       {.key = "servers", .member = &C::servers, .option = {"--servers", "Parameter-server shards"},
-       .check = [](const C& c, Problems& p) { check_ranks(p, "servers", c.servers); }},
+       .range = closed(1, kMaxRanks)},
       {.key = "protocol", .member = &C::protocol, .option = {"--protocol", "hardsync, softsync, nsync, allreduce, ssp, easgd or dcasgd"},
        .suite = {.token = ""},
        .check = [](const C& c, Problems& p) { registered(p, "protocol", c.protocol, protocol::protocols(), c); }},
       {.key = "softsync_n", .member = &C::softsync_n, .option = {"--n", "n of n-softsync (1..learners)"},
        .suite = {.check_alone = false, .has_min = true, .min = 1, .token = "n"},
-       .check = [](const C& c, Problems& p) { unless_chosen("softsync", c, p); }},
+       .check = [](const C& c, Problems& p) { unless_chosen("softsync", c, p); }, .range = depends("in 1..learners")},
       {.key = "n_sync", .member = &C::n_sync, .option = {"--n-sync", "Local steps between pushes for nsync"},
        .suite = {.token = "nsync"},
-       .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }},
+       .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }, .range = depends(">= 1")},
       {.key = "staleness", .member = &C::staleness,
        .option = {"--staleness", "ssp: clocks a learner may run ahead of the slowest (default 3)"},
        .suite = {.check_alone = false, .token = "st"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness.has_value(), c, p); },
-       .only_if_changed = true},
+       .only_if_changed = true, .range = depends("in 0..1000000")},
       {.key = "tau", .member = &C::tau,
        .option = {"--tau", "easgd: local steps between elastic exchanges (default 10)"},
        .suite = {.check_alone = false, .token = "tau"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--tau", c.tau.has_value(), c, p); },
-       .only_if_changed = true},
+       .only_if_changed = true, .range = depends("in 1..1000000")},
       {.key = "alpha", .member = &C::alpha,
        .option = {"--alpha", "easgd: elastic moving rate in (0, 1) (default 0.9 / learners)"},
        .suite = {.check_alone = false, .token = "alpha"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--alpha", c.alpha.has_value(), c, p); },
-       .only_if_changed = true},
+       .only_if_changed = true, .range = depends("in (0, 1)")},
       {.key = "lambda_dc", .member = &C::lambda_dc,
        .option = {"--lambda-dc", "dcasgd: delay-compensation strength >= 0 (default 0.04)"},
        .suite = {.check_alone = false, .token = "ldc"}, .check = [](const C& c, Problems& p) { owned_by("dcasgd", "--lambda-dc", c.lambda_dc.has_value(), c, p); },
-       .only_if_changed = true},
+       .only_if_changed = true, .range = depends("in [0, 1e6]")},
       {.key = "lr_policy", .member = &C::lr_policy, .option = {"--lr-policy", "constant, staleness or mean-staleness"},
        .suite = {.token = ""},
        .check = [](const C& c, Problems& p) {
@@ -320,12 +288,12 @@ std::vector<Field<C>> parallel_fields() {
        .option = {"--server-lr", "nsync with merge server-sgd or adagrad: the server's rate (default lr)"},
        .suite = {.check_alone = false, .token = "slr"},
        .check = [](const C& c, Problems& p) { merge_option(p, "--server-lr", c.server_lr.has_value(), c, true); },
-       .only_if_changed = true},
+       .only_if_changed = true, .range = depends("in (0, 1e6)")},
       {.key = "server_momentum", .member = &C::server_momentum,
        .option = {"--server-momentum", "nsync with merge server-sgd: the server's momentum (default --momentum)"},
        .suite = {.check_alone = false, .token = "smom"},
        .check = [](const C& c, Problems& p) { merge_option(p, "--server-momentum", c.server_momentum.has_value(), c, false); },
-       .only_if_changed = true},
+       .only_if_changed = true, .range = depends("in [0, 1)")},
       {.key = "warm_start", .member = &C::warm_start,
        .option = {"--warm-start", "Initial weights from this checkpoint (1 shard, same model)"},
        .suite = {.check_alone = false},
@@ -337,9 +305,7 @@ std::vector<Field<C>> parallel_fields() {
       {.key = "warm_steps", .member = &C::warm_steps,
        .option = {"--warm-steps", "Warm start: this many single-learner steps first"},
        .suite = {.check_alone = false, .has_min = true, .min = 0},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.warm_steps >= 0, fmt::format("warm steps {} must be >= 0", c.warm_steps));
-       }},
+       .range = at_least(0)},
   };
 }
 
@@ -355,22 +321,22 @@ std::vector<Field<C>> virtual_fields() {
          one_of(p, "timing", c.timing, {"calibrate", "fixed", "normal", "lognormal"});
        }},
       {.key = "compute_s", .member = &C::compute_s,
-       .option = {"--compute-s", "Virtual: mean compute time per minibatch (0: measure)"}},
+       .option = {"--compute-s", "Virtual: mean compute time per minibatch (0: measure)"},
+       .range = depends("in [0, 1e6]")},
       {.key = "compute_cv", .member = &C::compute_cv,
        .option = {"--compute-cv", "Virtual: coefficient of variation of compute time"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.compute_cv >= 0 && finite(c.compute_cv),
-              fmt::format("compute_cv {} must be >= 0 and finite", c.compute_cv));
-       }},
+       .range = at_least(0)},
       {.key = "comm_s", .member = &C::comm_s,
-       .option = {"--comm-s", "Virtual: push + pull time per exchange (0: measure)"}},
+       .option = {"--comm-s", "Virtual: push + pull time per exchange (0: measure)"},
+       .range = depends("in [0, 1e6]")},
       {.key = "straggler", .member = &C::straggler,
        .option = {"--straggler", "Virtual: index of a slow learner (-1: none)"},
        .suite = {.check_alone = false, .has_min = true, .min = -1},
        .check = [](const C& c, Problems& p) {
          need(p, c.straggler >= -1 && c.straggler < c.learners,
               fmt::format("straggler {} must be -1 (none) or a learner index below {}", c.straggler, c.learners));
-       }},
+       },
+       .range = depends("-1 (none) or in 0..learners-1")},
       {.key = "profile", .member = &C::profile,
        .option = {"--profile", "Virtual: machine profile (YAML; asgd calibrate writes one): model server shards, "
                                "links and cores with its figures"},
@@ -378,10 +344,7 @@ std::vector<Field<C>> virtual_fields() {
        .only_if_changed = true},  // checked with the model and batch: validate.cpp
       {.key = "straggler_factor", .member = &C::straggler_factor,
        .option = {"--straggler-factor", "Virtual: how many times slower"},
-       .check = [](const C& c, Problems& p) {
-         need(p, c.straggler_factor >= 1 && finite(c.straggler_factor),
-              fmt::format("straggler factor {} must be >= 1 and finite", c.straggler_factor));
-       }},
+       .range = at_least(1)},
   };
 }
 

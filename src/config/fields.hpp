@@ -61,6 +61,27 @@ struct SuiteUse {
 template <class S>
 using Check = void (*)(const S&, std::vector<std::string>&);
 
+// The values a number may take. `asgd train --help` shows it (`--batch INT >= 1
+// (64)`) and validate() checks it: a value outside (or not finite) is one
+// problem, "<key, _ as space> <value> must be <text>". `text` alone (no bound
+// given) describes a domain that depends on other fields: shown, and checked
+// by the row's own check.
+struct Range {
+  bool has_lo = false, has_hi = false, lo_open = false, hi_open = false;
+  double lo = 0, hi = 0;
+  const char* text = nullptr;
+  bool given() const { return has_lo || has_hi || text != nullptr; }
+  bool checked() const { return has_lo || has_hi; }
+  bool holds(double v) const;
+  std::string describe(bool integer) const;  // ">= 1", "> 0", "in 1..512", "in [0, 1)"
+};
+Range at_least(double lo);
+Range above(double lo);
+Range closed(double lo, double hi);     // [lo, hi]
+Range half_open(double lo, double hi);  // [lo, hi)
+Range open(double lo, double hi);       // (lo, hi)
+Range depends(const char* text);        // shown only: the row's check holds it
+
 template <class S>
 struct Field {
   const char* key;  // JSON and suite key
@@ -71,7 +92,13 @@ struct Field {
   bool hashed = true;        // part of config_hash (false: paths, ids, threads, bookkeeping)
   bool only_if_changed = false;  // written to JSON only when not the default
   Option option2;            // Hwc: the second option (--synthetic-channels)
+  Range range;               // numbers: the domain (see Range)
 };
+
+// The problem of f's value in s when it lies outside f.range (none when it
+// does, when the range is not checked, or when an optional value is absent).
+template <class S>
+void check_range(const S& s, const Field<S>& f, std::vector<std::string>& problems);
 
 // In option order (what `asgd train --help` lists); suite keys and JSON
 // suggestions follow it too.

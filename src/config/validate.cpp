@@ -16,6 +16,7 @@ namespace {
 
 // Largest synthetic image side and channel count: their product stays far
 // from overflowing the models' parameter counts.
+// --help states these (fields.cpp); tests/unit/test_config.cpp holds both to the same bounds
 constexpr index_t kMaxSyntheticSide = index_t{1} << 20;
 constexpr index_t kMaxSyntheticChannels = 4096;
 constexpr std::int32_t kMaxClasses = 1 << 20;
@@ -95,8 +96,10 @@ void check_across(const TrainConfig& c, std::vector<std::string>& p) {
 
 std::vector<std::string> validate(const TrainConfig& c) {
   std::vector<std::string> p;
-  for (const auto& f : config::fields())
+  for (const auto& f : config::fields()) {
+    config::check_range(c, f, p);
     if (f.check) f.check(c, p);
+  }
   check_across(c, p);
   return p;
 }

@@ -82,7 +82,7 @@ expect_error "epochs 0" "epochs 0 must be > 0" -- "$asgd" train "${syn[@]}" --ep
 expect_error "epochs negative" "epochs -2 must be > 0" -- "$asgd" train "${syn[@]}" --epochs -2
 expect_error "lr nan" "lr nan must be > 0" -- "$asgd" train "${syn[@]}" --lr nan
 expect_error "lr inf" "lr inf must be > 0" -- "$asgd" train "${syn[@]}" --lr inf
-expect_error "momentum 1" "momentum 1 not in" -- "$asgd" train "${syn[@]}" --momentum 1
+expect_error "momentum 1" "momentum 1 must be in \\[0, 1)" -- "$asgd" train "${syn[@]}" --momentum 1
 expect_error "weight decay inf" "weight decay inf" -- "$asgd" train "${syn[@]}" --weight-decay inf
 expect_error "diverge loss inf" "diverge loss inf" -- "$asgd" train "${syn[@]}" --diverge-loss inf
 expect_error "lr steps not increasing" "lr steps must be increasing" -- "$asgd" train "${syn[@]}" --lr-steps 5,3
@@ -91,12 +91,12 @@ expect_error "threads 0" "threads 0 must be in 1..512" -- "$asgd" train "${syn[@
 expect_error "threads 100000" "threads 100000" -- "$asgd" train "${syn[@]}" --threads 100000
 expect_error "eval every 0" "eval every 0" -- "$asgd" train "${syn[@]}" --eval-every 0
 expect_error "eval batch 0" "eval batch 0" -- "$asgd" train "${syn[@]}" --eval-batch 0
-expect_error "target error 2" "target error 2 not in" -- "$asgd" train "${syn[@]}" --target-error 2
+expect_error "target error 2" "target error 2 must be in \\[0, 1\\]" -- "$asgd" train "${syn[@]}" --target-error 2
 expect_error "max steps negative" "max steps -1" -- "$asgd" train "${syn[@]}" --max-steps -1
 expect_error "checkpoint every negative" "checkpoint every -5" -- "$asgd" train "${syn[@]}" --checkpoint-every -5
-expect_error "learners negative" "learners -1 must be >= 1" -- "$asgd" train "${syn[@]}" --learners -1
+expect_error "learners negative" "learners -1 must be in 1..65536" -- "$asgd" train "${syn[@]}" --learners -1
 expect_error "straggler out of range" "straggler 5" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --straggler 5
-expect_error "compute cv negative" "compute_cv -1" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --compute-cv -1
+expect_error "compute cv negative" "compute cv -1 must be >= 0" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --compute-cv -1
 expect_error "unknown timing" "timing 'fast' unknown" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --timing fast
 expect_error "protocol in capitals" "protocol 'SoftSync' unknown" -- "$asgd" train "${syn[@]}" --protocol SoftSync
 
@@ -338,6 +338,15 @@ else
 fi
 "$asgd" validate "$res" >"$work/out" 2>&1 && pass "validate accepts a good file: $(cat "$work/out")" || fail "validate refused a good file"
 
+# --help states each number's domain and default from the field table, never the type's limits
+help=$("$asgd" train --help 2>&1)
+for want in "--batch,--mu INT >= 1 (64)" "--momentum NUMBER in [0, 1) (0.9)" "--threads INT in 1..512 (1)" \
+            "--n INT in 1..learners (1)"; do
+  if grep -qF -- "$want" <<<"$help"; then passed=$((passed + 1)); else echo "FAIL: train --help lacks '$want'"; failures=$((failures + 1)); fi
+done
+if grep -qE -- "9223372036854775807|2147483647" <<<"$help"; then
+  echo "FAIL: train --help shows a type's limits"; failures=$((failures + 1))
+fi
 echo "$passed passed, $failures failed, $skipped parts skipped"
 (( failures == 0 )) || exit 1
 # a part that could not run is not a pass: 77 is ctest's "skipped" (SKIP_RETURN_CODE)

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <variant>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -263,4 +266,64 @@ TEST(Nesting, YamlText) {
   EXPECT_EQ(asgd::yaml_unclosed_quote("a: don't\nb: it's # 'c\n"), 0u);  // not at a token's start, a comment
   EXPECT_EQ(asgd::yaml_unclosed_quote("a: |\n  \"text\n  more\nb: 1\n"), 0u);  // a block scalar's text
   EXPECT_EQ(asgd::yaml_unclosed_quote("a: \"two\n  lines\"\n"), 0u);
+}
+
+// Every number's range, as --help states it, is what validate() holds it to:
+// a value just outside each bound (and NaN) is one problem naming the field
+// and the range; the bound itself (closed) or just inside it (open) is none.
+TEST(ConfigFields, EveryRangeIsCheckedAtItsBounds) {
+  int probed = 0;
+  for (const auto& f : asgd::config::fields()) {
+    if (!f.range.checked()) continue;
+    std::visit(
+        [&](const auto& m) {
+          using M = std::decay_t<decltype(m)>;
+          if constexpr (std::is_member_object_pointer_v<M>) {
+            using T = std::decay_t<decltype(asgd::TrainConfig{}.*m)>;
+            if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+              const bool integer = std::is_integral_v<T>;
+              std::string name = f.key;
+              std::replace(name.begin(), name.end(), '_', ' ');
+              const std::string says = "must be " + f.range.describe(integer);
+              const auto probe = [&](double v, bool ok) {
+                asgd::TrainConfig c;
+                c.*m = static_cast<T>(v);
+                int named = 0;
+                for (const auto& p : asgd::validate(c))
+                  if (p.rfind(name + " ", 0) == 0 && p.find(says) != std::string::npos) ++named;
+                EXPECT_EQ(named, ok ? 0 : 1) << f.key << " = " << v << " (" << says << ")";
+                ++probed;
+              };
+              const auto step = [&](double b) { return integer ? 1.0 : 1e-6 * std::max(1.0, std::fabs(b)); };
+              const auto& r = f.range;
+              if (r.has_lo) {
+                probe(r.lo_open ? r.lo : r.lo - step(r.lo), false);
+                probe(r.lo_open ? r.lo + step(r.lo) : r.lo, true);
+              }
+              if (r.has_hi) {
+                probe(r.hi_open ? r.hi : r.hi + step(r.hi), false);
+                probe(r.hi_open ? r.hi - step(r.hi) : r.hi, true);
+              }
+              if (!integer) probe(std::numeric_limits<double>::quiet_NaN(), false);
+            }
+          }
+        },
+        f.member);
+  }
+  EXPECT_GE(probed, 40);
+}
+
+TEST(ConfigFields, RangeTexts) {
+  using namespace asgd::config;
+  EXPECT_EQ(at_least(1).describe(true), ">= 1");
+  EXPECT_EQ(above(0).describe(false), "> 0");
+  EXPECT_EQ(closed(1, 512).describe(true), "in 1..512");
+  EXPECT_EQ(half_open(0, 1).describe(false), "in [0, 1)");
+  EXPECT_EQ(open(0, 1).describe(false), "in (0, 1)");
+  EXPECT_EQ(closed(0, 1).describe(false), "in [0, 1]");
+  EXPECT_EQ(depends("in 1..learners").describe(true), "in 1..learners");
+  EXPECT_FALSE(depends("x").checked());
+  EXPECT_FALSE(half_open(0, 1).holds(1));
+  EXPECT_TRUE(half_open(0, 1).holds(0));
+  EXPECT_FALSE(above(0).holds(std::numeric_limits<double>::infinity()));
 }
