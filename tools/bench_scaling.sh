@@ -15,12 +15,13 @@ cd "$(dirname "$0")/.."
 asgd=${ASGD:-build/default/asgd}
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 rounds=5 policies="yield spin"
-while getopts "r:w:h" opt; do
+while getopts ":r:w:h" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     w) policies=$OPTARG ;;
     h) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
+    :) echo "bench_scaling.sh: -$OPTARG needs a value (see -h)" >&2; exit 2 ;;
+    *) echo "bench_scaling.sh: unknown option -$OPTARG (see -h)" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -52,9 +53,9 @@ for ((r = 1; r <= rounds; r++)); do
   wait
   for p in $policies; do
     mpi "l1-$p-r$r" "$p" 2 --learners 1 --max-steps "$grads"
-    mpi "hard2-$p-r$r" "$p" 3 --learners 2 --protocol hardsync --max-steps $((grads / 2))
+    mpi "hard2-$p-r$r" "$p" 3 --learners 2 --protocol hardsync --max-steps $(( grads >= 2 ? grads / 2 : 1 ))
     mpi "soft2-$p-r$r" "$p" 3 --learners 2 --protocol softsync --n 2 --max-steps "$grads"
-    mpi "nsync2-$p-r$r" "$p" 3 --learners 2 --protocol nsync --n-sync 4 --max-steps $((grads / 8))
+    mpi "nsync2-$p-r$r" "$p" 3 --learners 2 --protocol nsync --n-sync 4 --max-steps $(( grads >= 8 ? grads / 8 : 1 ))
   done
 done
 /usr/bin/python3 - "$work/adhoc/runs" "$rounds" "$policies" <<'PY'
