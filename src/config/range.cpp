@@ -58,22 +58,21 @@ std::string Range::describe(bool integer) const {
 template <class S>
 void check_range(const S& s, const Field<S>& f, std::vector<std::string>& problems) {
   if (!f.range.checked()) return;
+  const auto judge = [&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if (!f.range.holds(static_cast<double>(v)))
+      problems.push_back(fmt::format("{} {} must be {}", spoken(f.key), v, f.range.describe(std::is_integral_v<V>)));
+  };
   std::visit(
       [&](const auto& m) {
         using M = std::decay_t<decltype(m)>;
         if constexpr (std::is_member_object_pointer_v<M>) {
           using T = std::decay_t<decltype(s.*m)>;
           if constexpr (is_optional_v<T>) {
-            using V = typename T::value_type;
-            if constexpr (std::is_arithmetic_v<V>) {
-              if ((s.*m).has_value() && !f.range.holds(static_cast<double>(*(s.*m))))
-                problems.push_back(fmt::format("{} {} must be {}", spoken(f.key), *(s.*m),
-                                               f.range.describe(std::is_integral_v<V>)));
-            }
+            if constexpr (std::is_arithmetic_v<typename T::value_type>)
+              if ((s.*m).has_value()) judge(*(s.*m));
           } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-            if (!f.range.holds(static_cast<double>(s.*m)))
-              problems.push_back(fmt::format("{} {} must be {}", spoken(f.key), s.*m,
-                                             f.range.describe(std::is_integral_v<T>)));
+            judge(s.*m);
           }
         }
       },

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bad inputs exploratory reviews found (sessions 9 and 10) that the other
+# The bad inputs exploratory reviews found that the other
 # scripts did not cover: each gets ONE line naming it and exit 2, before any
 # work; and two `sweep run`s of one suite share its runs without a failure.
 #   usage: review_inputs.sh ASGD_BINARY
