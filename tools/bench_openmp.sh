@@ -12,7 +12,7 @@
 # The machine's noise is large (a round at 2 threads was seen at 1.7x its
 # neighbours' time on a 2-vCPU VM): read the medians, not one round.
 # Environment: OMP_WAIT_POLICY is taken as it is (unset: libgomp's default; CI
-# sets passive, which is slower here, see the README); OPENBLAS_CORETYPE too.
+# sets passive, which is slower here, see docs/INSTALL.md); OPENBLAS_CORETYPE too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5 layers=0

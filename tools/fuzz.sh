@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets of the file readers (tests/fuzz; README "Fuzzing").
+# Runs the libFuzzer targets of the file readers (tests/fuzz; docs/TESTING.md "Fuzzing").
 #   tools/fuzz.sh [SECONDS] [TARGET...]
 # SECONDS per target (default 60), one target after another; TARGETs by name
 # (fuzz_suite or suite; default all: suite site sbatch config idx idx_gz cifar
@@ -52,7 +52,7 @@ trap 'rm -rf "$seeds"' EXIT
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# Leaks inside HDF5 and hwloc themselves (README "Fuzzing"): nothing of them reaches the caller.
+# Leaks inside HDF5 and hwloc themselves (docs/TESTING.md "Fuzzing"): nothing of them reaches the caller.
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0}
 # The seeds come from the fuzz build's own asgd (`train --dry-run` starts MPI, whose hwloc
 # plugins leak and are unloaded): whole allocation stacks, so that lsan.supp can name hwloc.

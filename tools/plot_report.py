@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PNG plots of one suite's results, run by `asgd report`.
 
-usage: plot_report.py SUITE_DIR OUT_DIR
+usage: plot_report.py SUITE_DIR OUT_DIR [--reference PAPER.json]
 
 Reads SUITE_DIR/runs/*.h5 (layout: results/README.md) and OUT_DIR/speedup.csv
 (written by `asgd report` before it runs this script) and writes into OUT_DIR:
@@ -10,6 +10,8 @@ Reads SUITE_DIR/runs/*.h5 (layout: results/README.md) and OUT_DIR/speedup.csv
   error_vs_epochs.png  test error against epochs, one line per run
   speedup.png          throughput and time-to-target speedup against learners, ideal line
   staleness.png        staleness histogram per run (the first 12 runs)
+  paper.png            with --reference (a paper's suite): the paper's stated speedups and
+                       errors beside ours, one panel per kind of claim with a number or a shape
 
 Lines are coloured per protocol; diverged runs are dashed and end in a cross
 (plotted as far as they got). Unreadable files are skipped with a warning.
@@ -207,7 +209,103 @@ def plot_staleness(runs, out_dir):
     plt.close(fig)
 
 
+def read_csv(out_dir, name):
+    path = os.path.join(out_dir, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def claim_learners(claim):
+    ls = claim.get("learners")
+    return [float(x) for x in ls] if isinstance(ls, list) else []
+
+
+def ours_against_learners(ax, rows, column, label, color):
+    """Our figure (mean, 95% interval) against learners, one point per configuration."""
+    pts = [(number(r["learners"]), number(r[f"{column}_mean"]), number(r[f"{column}_ci_low"]),
+            number(r[f"{column}_ci_high"])) for r in rows]
+    pts = sorted(p for p in pts if not math.isnan(p[0]) and not math.isnan(p[1]))
+    if not pts:
+        return 0
+    x, y, lo, hi = (np.array(v) for v in zip(*pts))
+    yerr = np.vstack([np.where(np.isnan(lo), 0, y - lo), np.where(np.isnan(hi), 0, hi - y)])
+    ax.errorbar(x, y, yerr=yerr, color=color, marker="o", linestyle="none", capsize=3, label=label)
+    return x.max()
+
+
+def paper_speedup_panel(ax, claims, rows):
+    max_l = max([ours_against_learners(ax, rows, "throughput_speedup", "ours: throughput", "tab:blue"),
+                 ours_against_learners(ax, rows, "time_to_target_speedup", "ours: time to target", "tab:green")]
+                + [max(claim_learners(c), default=1) for c in claims] + [1])
+    for c in claims:
+        ls = claim_learners(c)
+        label = f"paper: {c.get('id', '?')}"
+        if isinstance(c.get("value"), (int, float)) and ls:
+            ax.plot(ls, [c["value"]] * len(ls), "r*", markersize=12, label=label)
+        elif isinstance(c.get("value_range"), list) and len(c["value_range"]) == 2 and ls:
+            lo, hi = c["value_range"]
+            ax.vlines(ls, lo, hi, colors="red", linewidth=4, label=f"{label} ({lo:g}-{hi:g}x)")
+        elif "linear" in str(c.get("value_text", "")):
+            ax.plot([1, max_l], [1, max_l], color="red", linestyle="--", label=f"{label} ({c['value_text']})")
+    ax.plot([1, max_l], [1, max_l], color="black", linestyle=":", linewidth=1, label="speedup = L")
+    ax.set_xlabel("learners L")
+    ax.set_ylabel("speedup over 1 learner")
+    ax.set_title("Speedup: paper and ours")
+
+
+def paper_error_panel(ax, claims, rows):
+    ours_against_learners(ax, rows, "final_test_error", "ours: final test error", "tab:blue")
+    for c in claims:
+        ls = claim_learners(c)
+        if isinstance(c.get("value"), (int, float)) and ls:
+            what = f" ({c['dataset']})" if c.get("dataset") else ""
+            extra = f", any n in {c['n_range'][0]}..{c['n_range'][1]}" if isinstance(c.get("n_range"), list) else ""
+            ax.plot(ls, [c["value"]] * len(ls), "r*", markersize=12,
+                    label=f"paper: {c.get('id', '?')}{what}{extra}")
+        elif isinstance(c.get("values_by_learners"), dict):
+            pts = sorted((float(k), v) for k, v in c["values_by_learners"].items() if isinstance(v, (int, float)))
+            if pts:
+                ax.plot(*zip(*pts), "r*--", markersize=12, label=f"paper: {c.get('id', '?')} (training error)")
+    ax.set_xlabel("learners L")
+    ax.set_ylabel("error")
+    ax.set_title("Error: paper and ours (each on its own data set)")
+
+
+def plot_paper(reference, out_dir):
+    """The paper's claims that state a number or a shape, beside our figures."""
+    path = os.path.join(out_dir, "paper.png")
+    with open(reference) as f:
+        ref = json.load(f)
+    claims = [c for c in ref.get("claims", []) if isinstance(c, dict)]
+    speed = [c for c in claims if c.get("kind") == "speedup"]
+    err = [c for c in claims if c.get("kind") in ("test_error", "train_error")
+           and (isinstance(c.get("value"), (int, float)) or isinstance(c.get("values_by_learners"), dict))]
+    panels = [(paper_speedup_panel, speed, read_csv(out_dir, "speedup.csv"))] if speed else []
+    if err:
+        panels.append((paper_error_panel, err, read_csv(out_dir, "convergence.csv")))
+    if not panels:
+        empty_figure(path, "the paper states no speedup or error as a number")
+        return
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 5), squeeze=False)
+    for ax, (draw, cs, rows) in zip(axes.flat, panels):
+        draw(ax, cs, rows)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    fig.suptitle(f"{ref.get('citation', ref.get('id', 'paper'))}: the paper's numbers (red) beside ours "
+                 "(mean and 95% interval over seeds)", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main(argv):
+    reference = None
+    if len(argv) == 5 and argv[3] == "--reference":
+        reference = argv[4]
+        argv = argv[:3]
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
@@ -223,6 +321,8 @@ def main(argv):
     plot_errors(runs, out_dir, "epoch", "epochs", "error_vs_epochs.png")
     plot_speedup(out_dir)
     plot_staleness(runs, out_dir)
+    if reference:
+        plot_paper(reference, out_dir)
     return 0
 
 

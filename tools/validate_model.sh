@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# The performance model's validation (README: "Performance model"): calibrates
+# The performance model's validation (docs/MODEL.md): calibrates
 # this machine, then runs each configuration for real (mpiexec) and on virtual
 # learners with the profile, and prints predicted against measured.
 set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s] [-h]
+Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s | -w] [-h]
 
   -o OUT   working folder (default /tmp/asgd-validate-model); results, profiles,
            logs and the table (OUT/table.md) go there
   -r N     real runs per configuration, their median measured (default 3)
   -q       quick: lenet only, L = 2, S = 1 and 2 (no server-bound runs)
   -s       the server-bound runs only
+  -w       the short-step and oversubscribed runs only (below)
   -h       this help
 
 Runs, for lenet (3.3M parameters) and cifar10-18pct (90k): L = 1, 2 learners,
 S = 1, 2 shards, hardsync, softsync (n = L: c = 1, asynchronous) and nsync (n_sync 4), each
 for real (mpiexec -n L+S) and virtually with the profile just measured; then
 server-bound runs with costs injected into the real server
-(ASGD_INJECT_SERVER) and the same costs in the profile. Prints the table;
+(ASGD_INJECT_SERVER) and the same costs in the profile; then short steps, where
+each exchange's own costs decide (mlp at batch 64 and at batch 8, a step of a
+millisecond or less: L = 2, S = 1, softsync n = 1 and n = 2), and more ranks than
+cores (lenet L = 3, S = 1 hardsync: 4 ranks; cifar10-18pct L = 3, S = 2
+softsync n = 3: 5 ranks). Prints the table;
 exit 1 when a run is outside the bounds (throughput within 10%, mean
 staleness within 10% or 0.1 absolute below 1).
 Environment: ASGD (default build/ci/asgd, else build/default/asgd), MPIEXEC (mpiexec).
@@ -30,13 +35,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out=/tmp/asgd-validate-model
 quick=0
 server_only=0
+wide_only=0
 repeats=3
-while getopts ":o:r:qsh" opt; do
+while getopts ":o:r:qswh" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     r) repeats="$OPTARG"; [[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "validate_model.sh: -r wants 1..99" >&2; exit 2; } ;;
     q) quick=1 ;;
     s) server_only=1 ;;
+    w) wide_only=1 ;;
     h) usage; exit 0 ;;
     *) echo "validate_model.sh: bad option -$OPTARG (see -h)" >&2; exit 2 ;;
   esac
@@ -82,9 +89,9 @@ models=(lenet cifar10-18pct)
 learners=(1 2)
 [[ $quick == 1 ]] && { models=(lenet); learners=(2); }
 echo "calibrating ($asgd calibrate)" >&2
-"$asgd" calibrate --out "$out/profile.yaml" --models "$(IFS=,; echo "${models[*]}")" >"$out/calibrate.log" 2>&1 \
+"$asgd" calibrate --out "$out/profile.yaml" --models lenet,cifar10-18pct,mlp --batch 64,8 >"$out/calibrate.log" 2>&1 \
   || { cat "$out/calibrate.log" >&2; exit 1; }
-[[ $server_only == 1 ]] && models=()
+[[ $server_only == 1 || $wide_only == 1 ]] && models=()
 for m in "${models[@]}"; do
   for L in "${learners[@]}"; do
     for S in 1 2; do
@@ -101,7 +108,7 @@ for m in "${models[@]}"; do
     done
   done
 done
-if [[ $quick == 0 ]]; then
+if [[ $quick == 0 && $wide_only == 0 ]]; then
   # server-bound on purpose: a per-update and a per-byte cost in the real
   # server, the same in the profile
   for inj in "0.1:0" "0:4e-9"; do
@@ -113,5 +120,19 @@ if [[ $quick == 0 ]]; then
         --learners 2 --servers "$S" --protocol softsync --n 2 --max-steps 80 "${common[@]}"
     done
   done
+fi
+if [[ $quick == 0 && $server_only == 0 ]]; then
+  # short steps: each exchange's own costs (latency, polls, the shard's per-push work) decide
+  for b in 64 8; do
+    for n in 1 2; do
+      run_pair "mlp batch $b L=2 S=1 softsync n=$n" "" "$out/profile.yaml" --model mlp --batch "$b" \
+        --learners 2 --servers 1 --protocol softsync --n "$n" --max-steps $((400 / n)) "${common[@]}"
+    done
+  done
+  # more ranks than cores
+  run_pair "lenet L=3 S=1 hardsync (4 ranks)" "" "$out/profile.yaml" --model lenet --learners 3 --servers 1 \
+    --protocol hardsync --max-steps 40 "${common[@]}"
+  run_pair "cifar10-18pct L=3 S=2 softsync n=3 (5 ranks)" "" "$out/profile.yaml" --model cifar10-18pct \
+    --learners 3 --servers 2 --protocol softsync --n 3 --max-steps 150 "${common[@]}"
 fi
 /usr/bin/python3 "$root/tools/validate_model.py" "$pairs" | tee "$out/table.md"

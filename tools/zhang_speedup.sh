@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Zhang et al.'s throughput speedup against learners (README: "Reproducing
+# Zhang et al.'s throughput speedup against learners (docs/PAPERS.md: "Reproducing
 # the papers"): calibrates this machine into profiles/local.yaml, runs the
 # virtual speedup suite on the Zhang profile and on that one, then the real
 # L = 1, 2 suite, and writes both reports.

@@ -14,15 +14,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "cli/calibrate.hpp"
+#include "cli/calibrate_figures.hpp"
 #include "cli/commands.hpp"
 #include "cli/kokkos_scope.hpp"
 #include "common/clock.hpp"
@@ -43,14 +46,6 @@ namespace asgd::cli {
 
 namespace {
 
-std::string today() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
-  return buf;
-}
-
-perf::Figure measured(double v, std::string how) { return {v, "measured", std::move(how)}; }
 
 struct Stats {
   double mean = 0, cv = 0;
@@ -119,38 +114,6 @@ perf::ComputeEntry compute_entry(const CalibrateOptions& o, const std::string& m
   e.cv = measured(s.cv, "standard deviation over mean of " + how);
   spdlog::info("compute  {:<14} batch {:<4} {:8.2f} ms  (cv {:.3f})", model, batch, 1e3 * s.mean, s.cv);
   return e;
-}
-
-// ShardCore::accept of P parameters: softsync with c = 2 alternates an
-// accumulate-only push and one that also applies the update.
-void server_figures(perf::Profile& p, index_t P) {
-  TrainConfig cfg;
-  cfg.protocol = "softsync";
-  cfg.learners = 2;
-  cfg.softsync_n = 1;
-  cfg.max_steps = 1 << 30;
-  check(cfg);
-  ps::ShardCore core(cfg, P, 2, 1 << 30);
-  nn::View grad("calibrate::grad", P);
-  Kokkos::deep_copy(grad, 1e-6f);
-  std::vector<double> acc, upd;
-  for (int i = 0; i < 12; ++i) {
-    for (int l = 0; l < 2; ++l) {
-      const auto t0 = Clock::now();
-      core.accept({l, core.clock(), 1, 0.0, 0, {}}, 0.0, &grad);
-      Kokkos::fence();
-      (l == 0 ? acc : upd).push_back(seconds_since(t0));
-    }
-  }
-  std::sort(acc.begin(), acc.end());
-  std::sort(upd.begin(), upd.end());
-  const double a = acc[acc.size() / 2], u = std::max(0.0, upd[upd.size() / 2] - a);
-  const std::string how = fmt::format("asgd calibrate {}: ps::ShardCore::accept of {} parameters, median of 12, "
-                                      "softsync c = 2 (every other push applies the update)", today(), P);
-  p.accumulate_s_per_param = measured(a / static_cast<double>(P), "a push without the update: " + how);
-  p.update_s_per_param = measured(u / static_cast<double>(P), "a push with the update, less one without: " + how);
-  spdlog::info("server   accumulate {:.3f} ns/param, update {:.3f} ns/param", 1e9 * a / static_cast<double>(P),
-               1e9 * u / static_cast<double>(P));
 }
 
 // T = a + b B: the bandwidth term b from least squares over the sizes of
@@ -295,7 +258,9 @@ int cmd_calibrate(const CalibrateOptions& o) {
         largest = std::max(largest, n);
       }
     server_figures(p, largest);
+    per_push_figure(p);
   }
+  wake_figures(p);
   link_figures(o, p, largest);
   waiting_load(o, p);
   if (o.inject_update_s > 0 || o.inject_byte_s > 0) {

@@ -216,7 +216,7 @@ void add_gpu_bench_command(CLI::App& app, Args& a) {
       ->capture_default_str()
       ->check(whole_in(1, 1 << 15));
   a.gpu_bench->add_option("--cpu-samples-per-s", gb.cpu_lenet_samples_per_s,
-                          "One CPU learner's lenet samples/s to compare with (README figure)")
+                          "One CPU learner's lenet samples/s to compare with (docs/MEASUREMENTS.md)")
       ->capture_default_str()
       ->check(finite_in(1e-9, 1e12));
 }

@@ -40,7 +40,7 @@ struct RunShape {
 };
 
 // The `machine` record of a results file and of `asgd info --json`: one JSON
-// object (keys in README "Results"), compact.
+// object (keys in results/README.md), compact.
 std::string machine_json(const RunInfo& info, const RunShape& shape);
 
 // Seconds since the Unix epoch (wall clock), for run intervals.

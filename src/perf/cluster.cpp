@@ -44,32 +44,8 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
   learners_.resize(L);
   times_.resize(L);
   pushed_at_.assign(L, -1);
-}
-
-void Cluster::timer(double dt, Tag tag) { timers_.push({now_ + dt, seq_++, tag}); }
-
-// A fluid activity: `left` units at up to max_rate per second, on at most two
-// resources whose capacity it shares equally with their other users.
-int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag) {
-  std::size_t slot = 0;
-  while (slot < acts_.size() && acts_[slot].live) ++slot;
-  if (slot == acts_.size()) {
-    acts_.emplace_back();
-    started_.push_back(0);
-  }
-  Activity& a = acts_[slot];
-  a = Activity{};
-  a.left = left;
-  a.max_rate = max_rate;
-  a.res[0] = res0;
-  a.res[1] = res1;
-  a.live = true;
-  a.tag = tag;
-  started_[slot] = now_;
-  for (int r : a.res)
-    if (r >= 0) ++users_[static_cast<std::size_t>(r)];
-  rates();
-  return static_cast<int>(slot);
+  wait_from_.assign(L, -1);
+  idle_since_.assign(S, -1);
 }
 
 // The bytes of a transfer flow after both endpoints' latencies.
@@ -86,35 +62,6 @@ void Cluster::transfer(int learner, int shard, double bytes, Tag then, bool to_s
   Tag t{Kind::latency};
   t.transfer = id;
   timer(spec_.learner_latency_s + spec_.server_latency_s, t);
-}
-
-void Cluster::rates() {
-  // the cores: shared only when the ranks outnumber them
-  double cpu = 1;
-  if (cores_res_ >= 0) {
-    const double working = users_[static_cast<std::size_t>(cores_res_)];
-    const double ranks = spec_.learners + spec_.shards;
-    if (ranks > spec_.cores && working > 0)
-      cpu = std::min(1.0, spec_.cores / (working + spec_.waiting_rank_load * (ranks - working)));
-  }
-  for (auto& a : acts_) {
-    if (!a.live) continue;
-    double r = a.max_rate;
-    for (int res : a.res) {
-      if (res < 0) continue;
-      r = std::min(r, res == cores_res_ ? cpu
-                                        : capacity_[static_cast<std::size_t>(res)] / users_[static_cast<std::size_t>(res)]);
-    }
-    a.rate = r;
-  }
-}
-
-void Cluster::advance(double t) {
-  const double dt = t - now_;
-  if (dt > 0)
-    for (auto& a : acts_)
-      if (a.live) a.left = std::max(0.0, a.left - a.rate * dt);
-  now_ = std::max(now_, t);
 }
 
 std::optional<int> Cluster::next() {
@@ -204,6 +151,12 @@ void Cluster::handle(const Tag& tag) {
       if (--shards_[static_cast<std::size_t>(k)].replies_left == 0) serve(k);
       return;
     }
+    case Kind::woken:
+      begin_compute(l);
+      return;
+    case Kind::shard_woken:
+      transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
+      return;
     case Kind::reply_sent:
       if (--shards_[static_cast<std::size_t>(k)].replies_left == 0)
         serve(k);
@@ -244,6 +197,7 @@ void Cluster::received(int k, int l) {
   for (int q = 0; q < spec_.shards; ++q)
     if (q != k) try_start(q);
   if (++p.received == spec_.shards) {
+    wait_from_[static_cast<std::size_t>(p.learner)] = now_;
     // released before its push reached every shard: it waited for nothing
     if (learners_[static_cast<std::size_t>(p.learner)].released_at < p.made)
       pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
@@ -294,7 +248,10 @@ void Cluster::start_push(int l) {
 // shared windows it is 1: a learner's push goes to one shard at a time.
 void Cluster::try_start(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
-  if (s.busy || s.pushes.empty()) return;
+  if (s.busy) return;
+  double& idle = idle_since_[static_cast<std::size_t>(k)];
+  if (idle < 0) idle = now_;  // polling for a push from now on
+  if (s.pushes.empty()) return;
   const int most = spec_.duplex ? (spec_.shards + spec_.learners - 1) / spec_.learners : 1;
   const auto it = std::find_if(s.pushes.begin(), s.pushes.end(), [&](std::int64_t id) {
     return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] < most;
@@ -305,15 +262,20 @@ void Cluster::try_start(int k) {
   s.busy = true;
   const int l = pushes_[static_cast<std::size_t>(s.job)].learner;
   ++sending_[static_cast<std::size_t>(l)];
-  transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
+  const double late = wake_delay(spec_.wake, now_ - idle);  // the poll that notices the push
+  idle = -1;
+  if (late > 0)
+    timer(late, Tag{Kind::shard_woken, l, k});
+  else
+    transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
 }
 
 // The push received: its apply (and the update's, at every c-th) on a CPU.
 void Cluster::apply(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   const bool update = ++s.applied % spec_.gradients_per_update == 0;
-  const double work = spec_.shard_params[static_cast<std::size_t>(k)] *
-                      (spec_.accumulate_s_per_param + (update ? spec_.update_s_per_param : 0.0));
+  const double work = spec_.per_push_s + spec_.shard_params[static_cast<std::size_t>(k)] *
+                                             (spec_.accumulate_s_per_param + (update ? spec_.update_s_per_param : 0.0));
   const Tag t{Kind::apply, pushes_[static_cast<std::size_t>(s.job)].learner, k};
   if (work > 0)
     activity(work, 1.0, cores_res_, -1, t);
@@ -418,6 +380,14 @@ void Cluster::reply_arrived(int l) {
   auto& ln = learners_[static_cast<std::size_t>(l)];
   if (--ln.replies_left > 0) return;
   times_[static_cast<std::size_t>(l)].pull_s += now_ - ln.released_at;
+  double& from = wait_from_[static_cast<std::size_t>(l)];
+  const double late = from >= 0 && !spec_.duplex ? wake_delay(spec_.wake, now_ - from) : 0;
+  from = -1;
+  if (late > 0) {  // the poll that notices the last reply
+    times_[static_cast<std::size_t>(l)].wait_s += late;
+    timer(late, Tag{Kind::woken, l, -1});
+    return;
+  }
   begin_compute(l);
 }
 

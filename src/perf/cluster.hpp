@@ -30,7 +30,12 @@
 //    when the ranks (learners + shards) outnumber them: each working rank
 //    runs at min(1, cores / (working + load x waiting)), where a waiting
 //    rank (MPI's polite waits) takes `waiting_rank_load` of a core; 0 cores:
-//    each rank has its own.
+//    each rank has its own. A shard's apply adds `per_push_s` to each push.
+//  - Waits end at a poll (`wake`, perf/wake.hpp): an idle shard takes a push
+//    at the first poll after it arrived, and over shared windows a learner
+//    starts computing at the first poll after its last reply (over messages
+//    the reply's bytes take longer than a poll's pause: its header is
+//    noticed while they flow).
 // Plain C++: no Kokkos, no MPI. The run (sim/virtual.cpp) does the training
 // math at each decision; this class only keeps time.
 #include <cstdint>
@@ -40,6 +45,8 @@
 #include <list>
 #include <queue>
 #include <vector>
+
+#include "perf/wake.hpp"
 
 namespace asgd::perf {
 
@@ -59,6 +66,8 @@ struct ClusterSpec {
   // done (it sends the next reply, or takes the next push) when all but
   // these bytes of a reply have left; the rest still flows to the learner.
   double send_buffer_bytes = 0;
+  double per_push_s = 0;  // a shard's CPU time per push apart from the per-parameter work
+  WakeSchedule wake;      // when a waiting rank notices its event (off: at once)
 };
 
 // Seconds of learner l's times, as the results' per-learner rows hold them.
@@ -86,7 +95,8 @@ class Cluster {
 
  private:
   enum class Kind {
-    compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, reply_sent, latency
+    compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, reply_sent, latency,
+    woken, shard_woken
   };
   struct Tag {
     Kind kind;
@@ -176,6 +186,8 @@ class Cluster {
   std::vector<double> pushed_at_;        // per learner: when its last push was received everywhere
   std::vector<std::int64_t> current_push_;  // per learner: its last push (-1: none yet)
   std::vector<int> sending_;                // per learner: shards receiving its push now
+  std::vector<double> wait_from_;           // per learner: when its push reached every shard (-1: not waiting)
+  std::vector<double> idle_since_;          // per shard: since when it has had no push to take (-1: busy)
   int deciding_ = -1;                       // the shard whose apply awaits the run's decision
   std::optional<std::int64_t> pending_;  // applied by a shard first, next() has not returned it yet
   std::optional<std::int64_t> decided_;  // returned by next(), release() not called yet

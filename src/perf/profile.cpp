@@ -41,6 +41,7 @@ constexpr Domain kPerUnit{0, false, 1};  // seconds per parameter or byte
 constexpr Domain kCores{0, true, 1e6};
 constexpr Domain kShareOfCore{0, false, 1};
 constexpr Domain kBytes{0, false, 1e12};
+constexpr Domain kPause{0, false, 1};  // the costs of one wait or one push: at most a second
 
 // Reading one file: every problem is "<file>: <key>: <what>".
 class Reader {
@@ -210,8 +211,8 @@ Profile read_profile(const std::string& path) {
   }
   check_yaml_depth(root, "profile " + path);
   if (!root.IsMap()) r.fail("(top)", "want a mapping of name, compute, link, server, ...");
-  r.only(root, "", {"name", "description", "machine", "cores", "waiting_rank_load", "compute", "link", "server",
-                   "inject"});
+  r.only(root, "", {"name", "description", "machine", "cores", "waiting_rank_load", "wake", "compute", "link",
+                   "server", "inject"});
   Profile p;
   p.path = path;
   p.name = r.text(root["name"], "name", true);
@@ -233,9 +234,17 @@ Profile read_profile(const std::string& path) {
   p.pcie_Bps = r.optional_figure(link["pcie_Bps"], "link.pcie_Bps", kBandwidth);
   const YAML::Node s = root["server"];
   if (!s.IsDefined()) r.fail("server", "missing");
-  r.only(s, "server", {"accumulate_s_per_param", "update_s_per_param"});
+  r.only(s, "server", {"accumulate_s_per_param", "update_s_per_param", "per_push_s"});
   p.accumulate_s_per_param = r.figure(s["accumulate_s_per_param"], "server.accumulate_s_per_param", kPerUnit);
   p.update_s_per_param = r.figure(s["update_s_per_param"], "server.update_s_per_param", kPerUnit);
+  p.per_push_s = r.optional_figure(s["per_push_s"], "server.per_push_s", kPause);
+  if (const YAML::Node w = root["wake"]; w.IsDefined() && !w.IsNull()) {
+    r.only(w, "wake", {"spin_s", "max_pause_s", "overshoot_s"});
+    p.wake = Wake{r.figure(w["spin_s"], "wake.spin_s", kPause), r.figure(w["max_pause_s"], "wake.max_pause_s", kPause),
+                  r.figure(w["overshoot_s"], "wake.overshoot_s", kPause)};
+    if (p.wake->max_pause_s.value < 1e-6)
+      r.fail("wake.max_pause_s", "below the first pause of 1 us (a wait sleeps 1, 2, 4, ... us up to it)");
+  }
   if (const YAML::Node inj = root["inject"]; inj.IsDefined() && !inj.IsNull()) {
     r.only(inj, "inject", {"update_s", "byte_s"});
     p.inject_update_s = r.optional_figure(inj["update_s"], "inject.update_s", kTime);
@@ -268,7 +277,7 @@ std::string fig(const Figure& f) { return fmt::format("{{value: {}, {}: {}}}", f
 
 std::string profile_yaml(const Profile& p) {
   std::ostringstream o;
-  o << "# asgd machine profile (README: \"asgd calibrate and --profile\", Profile format)\n";
+  o << "# asgd machine profile (docs/MODEL.md, \"Profile format\")\n";
   o << "name: " << quoted(p.name) << "\n";
   if (!p.description.empty()) o << "description: " << quoted(p.description) << "\n";
   if (!p.machine.empty()) o << "machine: " << quoted(p.machine) << "\n";
@@ -293,6 +302,10 @@ std::string profile_yaml(const Profile& p) {
   if (p.pcie_Bps) o << "  pcie_Bps: " << fig(*p.pcie_Bps) << "\n";
   o << "server:\n  accumulate_s_per_param: " << fig(p.accumulate_s_per_param)
     << "\n  update_s_per_param: " << fig(p.update_s_per_param) << "\n";
+  if (p.per_push_s) o << "  per_push_s: " << fig(*p.per_push_s) << "\n";
+  if (p.wake)
+    o << "wake:\n  spin_s: " << fig(p.wake->spin_s) << "\n  max_pause_s: " << fig(p.wake->max_pause_s)
+      << "\n  overshoot_s: " << fig(p.wake->overshoot_s) << "\n";
   if (p.inject_update_s || p.inject_byte_s) {
     o << "inject:\n";
     if (p.inject_update_s) o << "  update_s: " << fig(*p.inject_update_s) << "\n";

@@ -3,7 +3,7 @@
 // learners (perf/cluster.hpp), each with where it comes from. Written by
 // `asgd calibrate` (every figure measured, with how) or by hand for a paper's
 // system (every figure stated by the paper, with where, or assumed, with
-// why). YAML; the format is in the README ("Machine profiles").
+// why). YAML; the format is in docs/MODEL.md ("Profile format").
 //
 // Kokkos-free and MPI-free: the suite reader checks profiles before any run.
 #include <optional>
@@ -51,6 +51,15 @@ struct Exchange {
   std::string value, source, note;
 };
 
+// How a waiting rank polls (the MPI core's waits, ps/mpi_util.cpp): it polls
+// without pause for spin_s, then sleeps 1, 2, 4, ... microseconds up to
+// max_pause_s between polls, and each sleep lasts overshoot_s longer than
+// asked (the kernel's timer slack and wake-up). A wait therefore ends at the
+// first poll after its event (perf/wake.hpp).
+struct Wake {
+  Figure spin_s, max_pause_s, overshoot_s;
+};
+
 struct Profile {
   std::string path;  // where it was read from (for messages)
   std::string name, description, machine;
@@ -67,6 +76,10 @@ struct Profile {
   std::optional<Figure> pcie_Bps;
   Figure accumulate_s_per_param;  // a shard adding one received gradient, per parameter
   Figure update_s_per_param;      // a shard applying one update, per parameter
+  // a shard's CPU time per push apart from the per-parameter work (the
+  // message's header, the rule's bookkeeping, posting the reply); absent: 0
+  std::optional<Figure> per_push_s;
+  std::optional<Wake> wake;  // absent: a wait ends at its event
   // Costs injected into the real server (ASGD_INJECT_SERVER) for the
   // validation's server-bound runs; the model adds them the same way.
   std::optional<Figure> inject_update_s, inject_byte_s;

@@ -10,7 +10,7 @@
 
 namespace asgd::protocol {
 
-// A registered type: its name, one line for help texts and the README, the
+// A registered type: its name, one line for help texts and the docs, the
 // checks of the options it reads (one message per problem, appended), and its
 // factory (called after check() found no problem). An option only one
 // protocol reads is refused under the others by its configuration field

@@ -25,19 +25,25 @@ constexpr auto kMaxPause = std::chrono::microseconds(500);
 double g_stall_s = 0;
 std::string g_label = "this rank";
 
-// How a rank polls in the spin phase (ASGD_WAIT, docs/PERFORMANCE.md):
-// `yield` (the default) gives the core to any other runnable thread between
-// polls, which costs nothing where a core is spare and hands the core to a
-// rank with work where the ranks outnumber the cores; `spin` polls without
-// yielding.
-bool yield_between_polls() {
-  static const bool yield = [] {
+// How a rank waits (ASGD_WAIT, docs/PERFORMANCE.md). `yield` (the default)
+// polls for a while first and gives the core to any other runnable thread
+// between polls, which costs nothing where a core is spare; `spin` polls
+// without yielding; `sleep` skips the polling phase and sleeps between polls
+// from the start, for ranks that share few cores with many others (the
+// emulated cluster's nodes all share this machine's cores), where a polling
+// rank takes time from the ones that compute.
+enum class Policy { yield, spin, sleep };
+
+Policy wait_policy() {
+  static const Policy policy = [] {
     const char* env = std::getenv("ASGD_WAIT");
-    if (env == nullptr || *env == '\0' || std::string(env) == "yield") return true;
-    if (std::string(env) == "spin") return false;
-    throw Error(fmt::format("ASGD_WAIT='{}': want yield or spin", env));
+    const std::string v = env == nullptr ? "" : env;
+    if (v.empty() || v == "yield") return Policy::yield;
+    if (v == "spin") return Policy::spin;
+    if (v == "sleep") return Policy::sleep;
+    throw Error(fmt::format("ASGD_WAIT='{}': want yield, spin or sleep", v));
   }();
-  return yield;
+  return policy;
 }
 
 [[noreturn]] void stalled(double waited, const char* what) {
@@ -47,17 +53,19 @@ bool yield_between_polls() {
 }
 
 // Calls done() until it returns true: first polling (with a yield between
-// polls unless ASGD_WAIT=spin), then sleeping 1, 2, 4, ... up to kMaxPause
-// microseconds between calls. Throws Stalled once the watchdog's timeout has
-// passed.
+// polls unless ASGD_WAIT=spin; no polling phase with ASGD_WAIT=sleep), then
+// sleeping 1, 2, 4, ... up to kMaxPause microseconds between calls. Throws
+// Stalled once the watchdog's timeout has passed.
 template <class Done>
 void backoff(Done&& done, Wait kind, const char* what) {
   const auto t0 = Clock::now();
-  const auto spin = kind == Wait::transfer ? kSpinTransfer : kSpinEvent;
-  const bool yield = yield_between_polls();
+  const Policy policy = wait_policy();
+  const auto spin = policy == Policy::sleep ? Clock::duration::zero()
+                    : kind == Wait::transfer ? Clock::duration(kSpinTransfer)
+                                             : Clock::duration(kSpinEvent);
   while (Clock::now() - t0 < spin) {
     if (done()) return;
-    if (yield) std::this_thread::yield();
+    if (policy == Policy::yield) std::this_thread::yield();
   }
   auto pause = std::chrono::microseconds(1);
   int polls = 0;
@@ -71,6 +79,13 @@ void backoff(Done&& done, Wait kind, const char* what) {
   }
 }
 }  // namespace
+
+WaitSchedule event_wait_schedule() {
+  const Policy policy = wait_policy();
+  const double spin = policy == Policy::sleep ? 0.0 : std::chrono::duration<double>(kSpinEvent).count();
+  return {spin, std::chrono::duration<double>(kMaxPause).count(),
+          policy == Policy::sleep ? "sleep" : policy == Policy::spin ? "spin" : "yield"};
+}
 
 void set_stall_timeout(double seconds) { g_stall_s = seconds; }
 double stall_timeout() { return g_stall_s; }
@@ -123,7 +138,7 @@ void check_injection() {
   try {
     (void)injection();
     (void)injected_server_costs();
-    (void)yield_between_polls();
+    (void)wait_policy();
   } catch (const Error& e) {
     throw CollectiveError(e.what());
   }

@@ -40,6 +40,15 @@ class Comm {
 // progress calls): spin up to 20 ms before backing off.
 enum class Wait { event, transfer };
 
+// The schedule of a wait for an event under the ASGD_WAIT in effect: polls
+// without pause for spin_s, then sleeps 1, 2, 4, ... us up to max_pause_s
+// between polls (asgd calibrate writes it into the profile's `wake`).
+struct WaitSchedule {
+  double spin_s, max_pause_s;
+  const char* policy;
+};
+WaitSchedule event_wait_schedule();
+
 // The watchdog. Every blocking wait of the MPI core goes through the calls
 // below; a wait that has completed nothing for the stall timeout throws
 // Stalled, naming this rank (set_rank_label) and what it waited for (`what`).

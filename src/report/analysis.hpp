@@ -36,6 +36,10 @@ std::string config_label(const ConfigGroup& g);
 // n_sync, learners.
 std::vector<ConfigGroup> analyse(const std::vector<RunInfo>& runs);
 
+// The reference file of the paper a suite reproduces (its name starts with
+// the paper's id): reference_dir/<paper>.json when that file exists, else "".
+std::string paper_reference(const std::string& suite, const std::string& reference_dir);
+
 // The "beside the papers" section of report.md for a suite whose name
 // starts with a paper's id (paine2013, zhang2015); "" otherwise. Problems
 // with the reference files go to warnings and into the section.

@@ -222,6 +222,17 @@ ClaimRows claim_rows(const json& claim, const Groups& all, int max_learners) {
 
 }  // namespace
 
+std::string paper_reference(const std::string& suite, const std::string& reference_dir) {
+  if (reference_dir.empty()) return "";
+  for (const char* p : kPapers) {
+    if (suite.rfind(p, 0) != 0) continue;
+    const fs::path path = fs::path(reference_dir) / (std::string(p) + ".json");
+    std::error_code ec;
+    return fs::is_regular_file(path, ec) ? path.string() : "";
+  }
+  return "";
+}
+
 std::string papers_section(const std::vector<ConfigGroup>& groups, const std::string& suite,
                            const std::string& reference_dir, std::vector<std::string>& warnings) {
   const char* paper = nullptr;

@@ -26,7 +26,8 @@ using namespace detail;
 
 namespace {
 
-constexpr const char* kPlotFiles[] = {"error_vs_time.png", "error_vs_epochs.png", "speedup.png", "staleness.png"};
+constexpr const char* kPlotFiles[] = {"error_vs_time.png", "error_vs_epochs.png", "speedup.png", "staleness.png",
+                                      "paper.png"};
 
 // An error-like figure of one run: the number if completed, else its status.
 std::string run_error_cell(const RunInfo& r, double x) {
@@ -406,7 +407,10 @@ int write_report(const ReportOptions& opt) {
   std::error_code ec;
   if (!opt.plot_script.empty()) {
     for (const char* f : kPlotFiles) fs::remove(out(f), ec);
-    const PlotRun run = run_plot_script(opt.python, opt.plot_script, {opt.suite_dir, out_dir}, out_dir);
+    std::vector<std::string> args = {opt.suite_dir, out_dir};
+    if (const std::string ref = paper_reference(suite, opt.reference_dir); !ref.empty())
+      args.insert(args.end(), {"--reference", ref});
+    const PlotRun run = run_plot_script(opt.python, opt.plot_script, args, out_dir);
     plot_problem = run.problem;
     if (!run.warning.empty()) warnings.push_back(run.warning);
   }

@@ -27,6 +27,8 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.send_buffer_bytes = p.send_buffer_bytes ? p.send_buffer_bytes->value : 0;
   s.accumulate_s_per_param = p.accumulate_s_per_param.value;
   s.update_s_per_param = p.update_s_per_param.value;
+  s.per_push_s = p.per_push_s ? p.per_push_s->value : 0;
+  if (p.wake) s.wake = {p.wake->spin_s.value, p.wake->max_pause_s.value, p.wake->overshoot_s.value, true};
   s.inject_update_s = p.inject_update_s ? p.inject_update_s->value : 0;
   s.inject_byte_s = p.inject_byte_s ? p.inject_byte_s->value : 0;
   s.cores = p.cores ? p.cores->value : 0;
@@ -55,6 +57,10 @@ nlohmann::json describe(const Modelled& m) {
           {"send_buffer_bytes", s.send_buffer_bytes},
           {"accumulate_s_per_param", s.accumulate_s_per_param},
           {"update_s_per_param", s.update_s_per_param},
+          {"per_push_s", s.per_push_s},
+          {"wake", s.wake.on ? nlohmann::json{{"spin_s", s.wake.spin_s}, {"max_pause_s", s.wake.max_pause_s},
+                                              {"overshoot_s", s.wake.overshoot_s}}
+                             : nlohmann::json(nullptr)},
           {"inject_update_s", s.inject_update_s},
           {"inject_byte_s", s.inject_byte_s},
           {"cores", s.cores},

@@ -193,7 +193,7 @@ std::string array_head(const Submission& sub, const Run& first, const std::strin
       "# OMP_NUM_THREADS); srun of Slurm 22.05+ takes --cpus-per-task only from SRUN_CPUS_PER_TASK\n"
       "export OMP_NUM_THREADS={cpus} OMP_PROC_BIND=close OMP_PLACES=cores SRUN_CPUS_PER_TASK={cpus}\n"
       "# UCX installs its signal handlers when its library loads, before main(): none, so a\n"
-      "# crashing rank exits at once with asgd's one line (README \"A crash ends the process\")\n"
+      "# crashing rank exits at once with asgd's one line (docs/TRAIN.md \"A crash ends the process\")\n"
       "export UCX_HANDLE_ERRORS=${{UCX_HANDLE_ERRORS:-none}}\n",
       fmt::arg("runs", shell_quote(runs_file)), fmt::arg("cpus", s.resources.cpus_per_rank));
   if (gpus > 0)

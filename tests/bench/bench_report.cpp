@@ -1,4 +1,4 @@
-// The time `asgd report` takes over 1,000 result files (the README's
+// The time `asgd report` takes over 1,000 result files (docs/MEASUREMENTS.md's
 // "report over 1,000 result files" figure). A Google Benchmark, not a test:
 // Report.ThousandRunFilesQuickly (tests/unit/test_report.cpp) checks the
 // content of the same report and asserts no time; timings belong here.

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the libFuzzer targets of tests/fuzz (one per reader; README
+// Shared by the libFuzzer targets of tests/fuzz (one per reader; docs/TESTING.md
 // "Fuzzing"). The readers take file names, so each target writes the fuzzed
 // bytes to files in a private temporary folder and calls the reader the way
 // `asgd` does.

@@ -25,7 +25,7 @@ import numpy as np
 ARGS = None
 SYN = ["--dataset", "synthetic", "--synthetic-size", "12", "--synthetic-train", "512",
        "--synthetic-test", "64", "--epochs", "1", "-q", "--threads", "1"]
-EXIT_BAD_INPUT = 2          # README: 2 for bad input, 1 for other failures
+EXIT_BAD_INPUT = 2          # docs/TRAIN.md: 2 for bad input, 1 for other failures
 RUN_LIMIT_S = 240           # one run (mpiexec or a single process) at most
 DEADLINE = None             # time.monotonic() by which the case must be done
 LIVE_GROUPS = set()         # process groups of runs still going

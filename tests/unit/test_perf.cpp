@@ -292,6 +292,57 @@ TEST(Cluster, NothingLeftWhenEveryoneWaits) {
   EXPECT_FALSE(c.next().has_value());
 }
 
+// The poll that notices an event: within the spin, at once; then at the end
+// of the sleep it falls in (1, 2, 4, ... us, each `overshoot` longer), and
+// past the doubling at steps of the longest pause.
+TEST(Wake, AnEventIsNoticedAtTheNextPoll) {
+  const WakeSchedule w{50e-6, 8e-6, 2e-6, true};
+  EXPECT_EQ(wake_delay(w, 30e-6), 0.0);
+  EXPECT_EQ(wake_delay(WakeSchedule{50e-6, 8e-6, 2e-6, false}, 1.0), 0.0);
+  // polls at 50, 53, 57, 63, then every 10 us: 73, 83, ...
+  EXPECT_NEAR(wake_delay(w, 51e-6), 2e-6, 1e-12);
+  EXPECT_NEAR(wake_delay(w, 53e-6), 0.0, 1e-12);
+  EXPECT_NEAR(wake_delay(w, 60e-6), 3e-6, 1e-12);
+  EXPECT_NEAR(wake_delay(w, 64e-6), 9e-6, 1e-12);
+  EXPECT_NEAR(wake_delay(w, 1001e-6), 2e-6, 1e-12);  // 63 + 94 x 10 = 1003
+  for (double t = 51e-6; t < 5e-3; t *= 1.37) {
+    const double d = wake_delay(w, t);
+    EXPECT_GE(d, 0.0) << t;
+    EXPECT_LT(d, 10e-6 + 1e-12) << t;  // never more than one pause and its overshoot
+  }
+}
+
+// A learner that waits past the spin starts computing at the poll after its
+// reply; an idle shard takes a push at the poll after it came; each push
+// costs the shard per_push_s.
+TEST(Cluster, WaitsEndAtAPollAndEachPushCostsTheShard) {
+  ClusterSpec s = one(1000);
+  s.accumulate_s_per_param = 1e-7;  // the apply: 100 us, a wait past the spin
+  s.per_push_s = 20e-6;
+  s.wake = WakeSchedule{50e-6, 500e-6, 0, true};
+  Cluster c(s, [](int) { return 1e-3; });
+  c.start(0);
+  const auto t = async_times(c, 3);
+  ASSERT_EQ(t.size(), 3u);
+  // The shard idles from 0 and polls at 50, 51, 53, ..., 561, then every 500 us:
+  // the push made at 1000 us is noticed at 1061, applied (20 + 100 us) at 1181.
+  EXPECT_NEAR(t[0], 1181e-6, 1e-12);
+  // The learner waited 120 us for the reply: its polls at 50, 51, 53, 57, 65,
+  // 81, 113, 177 us start its compute 57 us late; the shard, idle for 1057 us,
+  // notices the next push 4 us late (at 1061): 1000 + 120 + 57 + 4.
+  EXPECT_NEAR(t[1] - t[0], 1181e-6, 1e-12);
+  EXPECT_NEAR(t[2] - t[1], 1181e-6, 1e-12);
+  EXPECT_NEAR(c.times(0).wait_s, 3 * 120e-6 + 2 * 57e-6, 1e-12);  // the applies, and the late polls
+  const double cycle = t[2] - t[1];
+  ClusterSpec plain = one(1000);
+  plain.accumulate_s_per_param = 1e-7;
+  Cluster p(plain, [](int) { return 1e-3; });
+  p.start(0);
+  const auto u = async_times(p, 3);
+  EXPECT_NEAR(u[2] - u[1], 1e-3 + 100e-6, 1e-12);
+  EXPECT_NEAR(cycle - (u[2] - u[1]), 20e-6 + 57e-6 + 4e-6, 1e-12);
+}
+
 // ------------------------------------------------------------------ profiles
 
 class Profiles : public ::testing::Test {
@@ -416,6 +467,34 @@ TEST_F(Profiles, NoComputeTimeForAModelIsRefusedByName) {
   EXPECT_NE(msg.find("p.yaml"), std::string::npos);
   EXPECT_NE(msg.find("alexnet"), std::string::npos);
   EXPECT_NE(msg.find("compute"), std::string::npos);
+}
+
+// The per-exchange figures: optional, read back exactly, checked.
+TEST_F(Profiles, PerPushAndWakeReadBackAndAreChecked) {
+  const std::string extra = "  per_push_s: {value: 2.5e-6, measured: \"core\"}\n"
+                            "wake:\n  spin_s: {value: 5e-05, stated: \"code\"}\n"
+                            "  max_pause_s: {value: 0.0005, stated: \"code\"}\n"
+                            "  overshoot_s: {value: 5.3e-05, measured: \"sleeps\"}\n";
+  const Profile p = read_profile(write("w.yaml", valid() + extra));
+  ASSERT_TRUE(p.per_push_s && p.wake);
+  EXPECT_DOUBLE_EQ(p.per_push_s->value, 2.5e-6);
+  EXPECT_DOUBLE_EQ(p.wake->overshoot_s.value, 5.3e-5);
+  EXPECT_EQ(p.wake->spin_s.source, "stated");
+  const Profile q = read_profile(write("w2.yaml", profile_yaml(p)));
+  EXPECT_EQ(profile_yaml(q), profile_yaml(p));
+  const Profile none = read_profile(write("n.yaml", valid()));
+  EXPECT_FALSE(none.per_push_s || none.wake);
+
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = valid() + extra;
+    return t.replace(t.find(from), from.size(), to);
+  };
+  EXPECT_NE(refusal(with("value: 2.5e-6", "value: -1")).find("server.per_push_s.value"), std::string::npos);
+  EXPECT_NE(refusal(with("value: 5.3e-05", "value: 2")).find("wake.overshoot_s.value"), std::string::npos);
+  EXPECT_NE(refusal(with("value: 0.0005", "value: 1e-7")).find("wake.max_pause_s: below the first pause"),
+            std::string::npos);
+  EXPECT_NE(refusal(with("  spin_s: {value: 5e-05, stated: \"code\"}\n", "")).find("wake.spin_s"), std::string::npos);
+  EXPECT_NE(refusal(with("wake:\n", "wake:\n  nap_s: 3\n")).find("wake.nap_s"), std::string::npos);
 }
 
 TEST_F(Profiles, EachBadFigureNamesTheFileAndKey) {

@@ -715,6 +715,55 @@ TEST(Report, PlotsAreMade) {
     EXPECT_TRUE(fs::exists(suite / "report" / f) && fs::file_size(suite / "report" / f) > 0) << f;
     EXPECT_TRUE(contains(md, std::string("](") + f + ")")) << f;
   }
+  EXPECT_FALSE(fs::exists(suite / "report" / "paper.png")) << "a suite of no paper got the papers' plot";
+}
+
+// A paper's suite gets paper.png, the paper's stated numbers beside ours; a
+// reference file the script cannot read fails the plots with a warning and
+// leaves the rest of the report.
+TEST(Report, PaperPlotBesideOurs) {
+  const std::string python = "/usr/bin/python3";
+  if (std::system((python + " -c 'import matplotlib, h5py, numpy' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << python << " cannot import matplotlib, h5py and numpy: the plots cannot be made here";
+  TempDir tmp("paper_plot");
+  const std::string name = "zhang2015-plot";
+  const fs::path suite = tmp.path() / name;
+  for (int learners : {1, 4, 30}) {
+    Spec s;
+    s.run_id = "ss-L" + std::to_string(learners);
+    s.suite = name;
+    s.protocol = learners == 1 ? "hardsync" : "softsync";
+    s.learners = learners;
+    s.n = learners;
+    s.lr_policy = "staleness";
+    s.final_error = s.best_error = 0.2;
+    s.samples_per_s = 100.0 * learners * 0.8;
+    s.time_to_target_s = 100.0 / learners;
+    write_run(suite / "runs", s);
+  }
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  opt.python = python;
+  opt.plot_script = source_dir() + "/tools/plot_report.py";
+  opt.reference_dir = source_dir() + "/results/reference";
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(asgd::report::write_report(opt), 3);
+  std::string err = testing::internal::GetCapturedStderr();
+  const fs::path png = suite / "report" / "paper.png";
+  EXPECT_TRUE(fs::exists(png) && fs::file_size(png) > 0) << err;
+  EXPECT_TRUE(contains(read_text(suite / "report" / "report.md"), "](paper.png)"));
+
+  const fs::path bad = tmp.path() / "reference";
+  fs::create_directories(bad);
+  std::ofstream(bad / "zhang2015.json") << "{\"claims\": [";
+  opt.reference_dir = bad.string();
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(asgd::report::write_report(opt), 3);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(err, "plot script failed")) << err;
+  EXPECT_FALSE(fs::exists(png)) << "a paper plot left from the run before";
+  EXPECT_TRUE(fs::exists(suite / "report" / "speedup.csv"));
 }
 
 // The rows of the papers' table in report.md: claim text (the first cell of

@@ -2,7 +2,7 @@
 # The CI regression benchmark: suites/ci-micro.yaml (kernel micro-benchmarks)
 # and suites/ci-train.yaml (a short lenet training, one learner and two MPI
 # learners), repeated in rounds; gating with `asgd compare`; a history store
-# for `asgd history`. README.md, "Regression benchmarking in CI", is the manual.
+# for `asgd history`. docs/REGRESSION.md, "Regression benchmarking in CI", is the manual.
 #
 #   tools/ci/bench.sh run OUT [--asgd PATH] [--rounds N] [--mpiexec CMD]
 #       Measure one build: N rounds of both suites. OUT/micro.json (Google

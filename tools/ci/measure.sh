@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How often the CI gate cries wolf, and whether it sees a slowdown that is not
-# in the code: the figures of README.md, "Regression benchmarking in CI".
+# in the code: the figures of docs/REGRESSION.md, "Regression benchmarking in CI".
 #
 #   tools/ci/measure.sh OUT [--asgd PATH] [--pairs N] [--rounds R] [--plant "BENCH_AB_OPTIONS"]...
 #

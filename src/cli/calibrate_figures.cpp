@@ -1,0 +1,112 @@
+// asgd calibrate's in-process figures (cli/calibrate_figures.hpp).
+#include "cli/calibrate_figures.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+#include <vector>
+
+#include "common/clock.hpp"
+#include "config/config.hpp"
+#include "ps/mpi_util.hpp"
+#include "ps/shard_core.hpp"
+
+namespace asgd::cli {
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+perf::Figure measured(double v, std::string how) { return {v, "measured", std::move(how)}; }
+
+// ShardCore::accept of P parameters: softsync with c = 2 alternates an
+// accumulate-only push and one that also applies the update.
+void server_figures(perf::Profile& p, index_t P) {
+  TrainConfig cfg;
+  cfg.protocol = "softsync";
+  cfg.learners = 2;
+  cfg.softsync_n = 1;
+  cfg.max_steps = 1 << 30;
+  check(cfg);
+  ps::ShardCore core(cfg, P, 2, 1 << 30);
+  nn::View grad("calibrate::grad", P);
+  Kokkos::deep_copy(grad, 1e-6f);
+  std::vector<double> acc, upd;
+  for (int i = 0; i < 12; ++i) {
+    for (int l = 0; l < 2; ++l) {
+      const auto t0 = Clock::now();
+      core.accept({l, core.clock(), 1, 0.0, 0, {}}, 0.0, &grad);
+      Kokkos::fence();
+      (l == 0 ? acc : upd).push_back(seconds_since(t0));
+    }
+  }
+  std::sort(acc.begin(), acc.end());
+  std::sort(upd.begin(), upd.end());
+  const double a = acc[acc.size() / 2], u = std::max(0.0, upd[upd.size() / 2] - a);
+  const std::string how = fmt::format("asgd calibrate {}: ps::ShardCore::accept of {} parameters, median of 12, "
+                                      "softsync c = 2 (every other push applies the update)", today(), P);
+  p.accumulate_s_per_param = measured(a / static_cast<double>(P), "a push without the update: " + how);
+  p.update_s_per_param = measured(u / static_cast<double>(P), "a push with the update, less one without: " + how);
+  spdlog::info("server   accumulate {:.3f} ns/param, update {:.3f} ns/param", 1e9 * a / static_cast<double>(P),
+               1e9 * u / static_cast<double>(P));
+}
+
+// A shard's cost per push apart from its parameters: ShardCore::accept of a
+// gradient of 16 parameters (the rule's bookkeeping; the message's own cost
+// is in the link probe's latency).
+void per_push_figure(perf::Profile& p) {
+  TrainConfig cfg;
+  cfg.protocol = "softsync";
+  cfg.learners = 1;
+  cfg.max_steps = 1 << 30;
+  check(cfg);
+  constexpr index_t P = 16;
+  ps::ShardCore core(cfg, P, 1, 1 << 30);
+  nn::View grad("calibrate::small_grad", P);
+  Kokkos::deep_copy(grad, 1e-6f);
+  std::vector<double> t;
+  for (int i = 0; i < 201; ++i) {
+    const auto t0 = Clock::now();
+    core.accept({0, core.clock(), 1, 0.0, 0, {}}, 0.0, &grad);
+    Kokkos::fence();
+    t.push_back(seconds_since(t0));
+  }
+  std::nth_element(t.begin(), t.begin() + 100, t.end());
+  p.per_push_s = measured(t[100], fmt::format("asgd calibrate {}: ps::ShardCore::accept of a {}-parameter gradient "
+                                              "(softsync, c = 1), median of 201",
+                                              today(), P));
+  spdlog::info("server   {:.2f} us per push apart from its parameters", 1e6 * t[100]);
+}
+
+// How a waiting rank polls (the MPI core's schedule under this ASGD_WAIT)
+// and how much longer than asked its sleeps last here (median over sleeps
+// of 1, 16 and 256 us).
+void wake_figures(perf::Profile& p) {
+  const ps::WaitSchedule w = ps::event_wait_schedule();
+  std::vector<double> over;
+  for (int asked : {1, 16, 256})
+    for (int i = 0; i < 67; ++i) {
+      const auto t0 = Clock::now();
+      std::this_thread::sleep_for(std::chrono::microseconds(asked));
+      over.push_back(std::max(0.0, seconds_since(t0) - 1e-6 * asked));
+    }
+  std::nth_element(over.begin(), over.begin() + over.size() / 2, over.end());
+  const std::string code = fmt::format("the MPI core's wait for an event (ps/mpi_util.cpp) under ASGD_WAIT={}",
+                                        w.policy);
+  p.wake = perf::Wake{perf::Figure{w.spin_s, "stated", "polls without pause this long: " + code},
+                      perf::Figure{w.max_pause_s, "stated", "the longest pause between polls: " + code},
+                      measured(over[over.size() / 2],
+                               fmt::format("asgd calibrate {}: a sleep of 1, 16 or 256 us less what was asked, "
+                                           "median of {}", today(), over.size()))};
+  spdlog::info("wake     polls for {:.0f} us, then sleeps up to {:.0f} us; a sleep lasts {:.1f} us longer than asked",
+               1e6 * w.spin_s, 1e6 * w.max_pause_s, 1e6 * p.wake->overshoot_s.value);
+}
+
+}  // namespace asgd::cli

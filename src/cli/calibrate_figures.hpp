@@ -1,0 +1,21 @@
+#pragma once
+// The figures asgd calibrate measures within its own process: a shard's
+// costs (per parameter and per push) and how a waiting rank polls.
+#include <string>
+
+#include "common/types.hpp"
+#include "perf/profile.hpp"
+
+namespace asgd::cli {
+
+std::string today();  // "2026-12-03 15:30 UTC", for the figures' notes
+perf::Figure measured(double v, std::string how);
+
+// ShardCore::accept of P parameters: accumulate and update per parameter.
+void server_figures(perf::Profile& p, index_t P);
+// ShardCore::accept of a 16-parameter gradient: the cost per push apart from its parameters.
+void per_push_figure(perf::Profile& p);
+// The MPI core's wait schedule under ASGD_WAIT, and the sleeps' overshoot here.
+void wake_figures(perf::Profile& p);
+
+}  // namespace asgd::cli
