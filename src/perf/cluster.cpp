@@ -148,9 +148,17 @@ void Cluster::handle(const Tag& tag) {
     case Kind::reply: {
       reply_arrived(l);
       if (spec_.duplex) return;  // the shard went on when its send was done (reply_sent)
-      if (--shards_[static_cast<std::size_t>(k)].replies_left == 0) serve(k);
+      if (--shards_[static_cast<std::size_t>(k)].replies_left > 0) return;
+      // the learners' copies are done: the shard notices their pull-done messages at a poll
+      if (const double late = wake_delay(spec_.wake, now_ - shards_[static_cast<std::size_t>(k)].replied_at); late > 0)
+        timer(late, Tag{Kind::shard_released, -1, k});
+      else
+        serve(k);
       return;
     }
+    case Kind::shard_released:
+      serve(k);
+      return;
     case Kind::woken:
       begin_compute(l);
       return;
@@ -353,6 +361,7 @@ void Cluster::send_replies(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   const auto n = static_cast<int>(s.reply_to.size());
   s.replies_left = n;
+  s.replied_at = now_;
   if (spec_.duplex) {
     s.next_reply = 0;
     send_reply(k);

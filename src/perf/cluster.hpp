@@ -32,8 +32,9 @@
 //    rank (MPI's polite waits) takes `waiting_rank_load` of a core; 0 cores:
 //    each rank has its own. A shard's apply adds `per_push_s` to each push.
 //  - Waits end at a poll (`wake`, perf/wake.hpp): an idle shard takes a push
-//    at the first poll after it arrived, and over shared windows a learner
-//    starts computing at the first poll after its last reply (over messages
+//    at the first poll after it arrived; over shared windows a shard goes on
+//    at the first poll after its learners' copies of a reply are done, and a
+//    learner starts computing at the first poll after its last reply (over messages
 //    the reply's bytes take longer than a poll's pause: its header is
 //    noticed while they flow).
 // Plain C++: no Kokkos, no MPI. The run (sim/virtual.cpp) does the training
@@ -96,7 +97,7 @@ class Cluster {
  private:
   enum class Kind {
     compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, reply_sent, latency,
-    woken, shard_woken
+    woken, shard_woken, shard_released
   };
   struct Tag {
     Kind kind;
@@ -131,6 +132,7 @@ class Cluster {
     int replies_left = 0;
     std::vector<int> reply_to;
     std::size_t next_reply = 0;  // duplex: the next of reply_to to send to
+    double replied_at = 0;       // when it sent its last replies (shared windows: it then waits for the copies)
     std::vector<std::int64_t> applied_of;       // per learner: its last push this shard applied
     std::vector<std::int64_t> applied_seq;      // per learner: when (this shard's count of applies)
     std::list<std::vector<int>> decisions;      // releases this shard has not replied for yet

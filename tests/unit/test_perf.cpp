@@ -343,6 +343,23 @@ TEST(Cluster, WaitsEndAtAPollAndEachPushCostsTheShard) {
   EXPECT_NEAR(cycle - (u[2] - u[1]), 20e-6 + 57e-6 + 4e-6, 1e-12);
 }
 
+// Over shared windows a shard waits for its learners' copies of a reply
+// (their pull-done messages) and notices them at a poll, as it notices pushes.
+TEST(Cluster, AShardNoticesTheCopiesOfItsReplyAtAPoll) {
+  ClusterSpec s = one(1000);  // 4000 bytes each way: 100 us at 4e7 B/s
+  s.learner_Bps = s.server_Bps = 4e7;
+  s.wake = WakeSchedule{50e-6, 500e-6, 0, true};
+  Cluster c(s, [](int) { return 1e-3; });
+  c.start(0);
+  const auto t = async_times(c, 3);
+  ASSERT_EQ(t.size(), 3u);
+  // reply 100 us; the learner, 100 us into its wait, starts 13 us late (poll at 113);
+  // the shard, 100 us into its wait for the copy, goes on at 113 too, idles 1000 us
+  // and takes the push 61 us late (poll at 1061 of that wait); the push takes 100 us.
+  EXPECT_NEAR(t[1] - t[0], 100e-6 + 13e-6 + 1e-3 + 61e-6 + 100e-6, 1e-12);
+  EXPECT_NEAR(t[2] - t[1], t[1] - t[0], 1e-12);
+}
+
 // ------------------------------------------------------------------ profiles
 
 class Profiles : public ::testing::Test {
