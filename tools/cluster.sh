@@ -62,14 +62,14 @@ check_rate() {
   echo ok
 }
 
-# tbf's bucket: 10 ms at the rate, at least 64 KiB (one GSO packet).
+# tbf's bucket: 1 ms at the rate, at least 64 KiB (one GSO packet).
 burst_of() {
   python3 - "$1" <<'PY'
 import re, sys
 m = re.fullmatch(r"([0-9.]+)([kmgt]?)(bit|bps)", sys.argv[1])
 v = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m[2]]
 bytes_per_s = v / 8 if m[3] == "bit" else v
-print(max(65536, int(bytes_per_s / 100)))
+print(max(65536, int(bytes_per_s / 1000)))
 PY
 }
 
