@@ -9,7 +9,13 @@
 // of ten 1024^3 sgemms timed just before and just after the layer (robust to
 // this VM's drift in speed during the run). <model>/step is a whole training
 // step, <model>/update its memory-bound part (zeroing the gradients and the
-// SGD update, GB/s).
+// SGD update, GB/s), triad/N a STREAM-like a = b + s c over arrays of N floats
+// (GB/s): 16 Mi, beyond the caches, and each model's parameter count, the
+// footprint of its update: the memory-bound phases' limit. A second table breaks each
+// step into its phases (the layers' forward and backward passes, the update,
+// the rest: the loss, fences, what lies between the layers), each against
+// its limit in the same run (sgemm's rate for the passes, triad's for the
+// update).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
@@ -233,6 +239,34 @@ void bm_update(benchmark::State& state, const std::string& model) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// a[i] = b[i] + s c[i] over three arrays of range(0) floats, as GB/s of the
+// 12 bytes per element read or written.
+void bm_triad(benchmark::State& state) {
+  const index_t n = state.range(0);
+  View a("triad::a", n), b("triad::b", n), c("triad::c", n);
+  Kokkos::deep_copy(b, real_t(1));
+  Kokkos::deep_copy(c, real_t(2));
+  const real_t s = 3;
+  auto triad = [&] {
+    Kokkos::parallel_for(
+        "bench::triad", Kokkos::RangePolicy<Space>(0, n), KOKKOS_LAMBDA(index_t i) { a(i) = b(i) + s * c(i); });
+    Kokkos::fence();
+  };
+  triad();
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(a, std::make_pair(index_t(0), index_t(1))));
+  if (h(0) != real_t(7)) {
+    state.SkipWithError("triad gave a wrong result");
+    return;
+  }
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    triad();
+    state.SetIterationTime(elapsed(t0));
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(12.0 * static_cast<double>(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // One whole training step of a model at batch 64 (forward, loss, backward,
 // the SGD update), as GFLOP/s of the model's forward+backward FLOPs, paired
 // with sgemms timed just before and after, like the layers.
@@ -312,10 +346,67 @@ class Reporter : public benchmark::ConsoleReporter {
       if (it != r.counters.end()) gflops[r.run_name.function_name] = it->second.value;
       auto paired = r.counters.find("of_sgemm");
       if (paired != r.counters.end()) of_sgemm[r.run_name.function_name] = paired->second.value;
+      auto bw = r.counters.find("GB/s");
+      // by name and argument: triad/16777216, triad/<a model's parameter count>
+      if (bw != r.counters.end())
+        gbps[r.run_name.function_name + (r.run_name.args.empty() ? "" : "/" + r.run_name.args)] = bw->second.value;
+      // manual time: the accumulated real time is the timed part alone
+      if (r.iterations > 0)
+        seconds[r.run_name.function_name] = r.real_accumulated_time / static_cast<double>(r.iterations);
     }
   }
-  std::map<std::string, double> gflops, of_sgemm;
+  std::map<std::string, double> gflops, of_sgemm, gbps, seconds;
 };
+
+// The step of each model by phase: its layers' forward and backward passes
+// (each layer timed alone), the update, and the rest of the step, each in ms
+// and against the same run's limit: the passes' FLOPs at sgemm's rate, the
+// update's six streams of floats at triad's rate.
+void print_phases(const Reporter& rep, double sgemm_gflops) {
+  fmt::print("\n{:<42} {:>9} {:>8} {:>11} {:>9}\n", "step by phase (batch 64)", "ms", "of step", "limit ms",
+             "of limit");
+  auto row = [](const std::string& what, double ms, double step_ms, double limit_ms) {
+    fmt::print("{:<42} {:>9.3f} {:>7.0f}% {:>11.3f} {:>8.0f}%\n", what, ms, 100 * ms / step_ms, limit_ms,
+               limit_ms > 0 && ms > 0 ? 100 * limit_ms / ms : 0.0);
+  };
+  for (const std::string model : {"lenet", "cifar10-18pct"}) {
+    const auto step = rep.seconds.find(model + "/step");
+    const auto update = rep.seconds.find(model + "/update");
+    if (step == rep.seconds.end() || update == rep.seconds.end()) continue;
+    Bench& b = get(model);
+    double fwd = 0, bwd = 0, fwd_flops = 0, bwd_flops = 0;
+    bool all = true;
+    for (std::size_t i = 0; i < b.model->layers().size(); ++i) {
+      const auto& l = *b.model->layers()[i];
+      const std::string base = fmt::format("{}/{}", model, l.name());
+      const auto f = rep.seconds.find(base + "/forward"), k = rep.seconds.find(base + "/backward");
+      if (f == rep.seconds.end() || k == rep.seconds.end()) {
+        all = false;
+        break;
+      }
+      fwd += f->second;
+      bwd += k->second;
+      fwd_flops += l.flops_forward(kBatch);
+      bwd_flops += l.flops_backward(kBatch, i != 0);
+    }
+    if (!all) continue;  // a filter left some layers out: no breakdown
+    const double T = 1e3 * step->second, rate = sgemm_gflops * 1e9;
+    const auto triad = rep.gbps.find(fmt::format("triad/{}", b.model->n_params()));
+    const double triad_gbps = triad == rep.gbps.end() ? 0 : triad->second;
+    const double update_limit = triad_gbps > 0
+                                    ? 1e3 * 6.0 * sizeof(real_t) * static_cast<double>(b.model->n_params()) /
+                                          (triad_gbps * 1e9)
+                                    : 0;
+    row(model + " forward (layers)", 1e3 * fwd, T, 1e3 * fwd_flops / rate);
+    row(model + " backward (layers)", 1e3 * bwd, T, 1e3 * bwd_flops / rate);
+    row(model + " update (zero + SGD)", 1e3 * update->second, T, update_limit);
+    row(model + " rest (loss, between layers)", T - 1e3 * (fwd + bwd + update->second), T, 0);
+    row(model + " step", T, T, 1e3 * (fwd_flops + bwd_flops) / rate + update_limit);
+    fmt::print("{:<42} triad over {} floats: {:.1f} GB/s\n", "", b.model->n_params(), triad_gbps);
+  }
+  fmt::print("limit: the passes' FLOPs at the sgemm reference's rate, the update's 6 streams of floats at the "
+             "rate of a triad of the same length; of limit = limit / measured\n");
+}
 
 }  // namespace
 
@@ -352,6 +443,11 @@ int main(int argc, char** argv) {
                                                              info.kokkos_concurrency));
     }
     benchmark::RegisterBenchmark("sgemm/1024", bm_sgemm)->Arg(1024)->UseManualTime()->MinTime(0.5);
+    benchmark::RegisterBenchmark("triad", bm_triad)
+        ->Arg(index_t(1) << 24)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.3);
     std::vector<std::string> fused;
     for (const std::string model : {"lenet", "cifar10-18pct"}) {
       const std::string name = model + "/step";
@@ -360,6 +456,11 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->MinTime(0.5);
       fused.push_back(name);
+      benchmark::RegisterBenchmark("triad", bm_triad)
+          ->Arg(get(model).model->n_params())
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.3);
       benchmark::RegisterBenchmark((model + "/update").c_str(), bm_update, model)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
@@ -400,6 +501,7 @@ int main(int argc, char** argv) {
       }
       fmt::print("of sgemm: against the reference above; paired sgemm: against the median of "
                  "10 sgemms timed just before and just after the layer\n");
+      print_phases(reporter, ref->second);
     }
     benches().clear();
     sgemm_operands().reset();
