@@ -13,6 +13,7 @@ BINDIR first on PATH and one BLAS thread, each block given 300 s. Exit 1 names
 the page and line of each block that failed, with the end of its output.
 """
 import argparse
+import functools
 import os
 import re
 import subprocess
@@ -37,6 +38,7 @@ def slug(heading):
     return s.replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)
 def headings(path):
     out, fence = set(), False
     with open(path, encoding="utf-8") as f:

@@ -48,6 +48,17 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
   idle_since_.assign(S, -1);
 }
 
+// `then` at the poll that notices an event `waited` seconds into a wait: at
+// once within the spin, else by a timer. Returns how late that poll is.
+double Cluster::at_poll(double waited, Tag then) {
+  const double late = wake_delay(spec_.wake, waited);
+  if (late > 0)
+    timer(late, then);
+  else
+    handle(then);
+  return late;
+}
+
 // The bytes of a transfer flow after both endpoints' latencies.
 void Cluster::transfer(int learner, int shard, double bytes, Tag then, bool to_shard) {
   int id = 0;
@@ -150,10 +161,7 @@ void Cluster::handle(const Tag& tag) {
       if (spec_.duplex) return;  // the shard went on when its send was done (reply_sent)
       if (--shards_[static_cast<std::size_t>(k)].replies_left > 0) return;
       // the learners' copies are done: the shard notices their pull-done messages at a poll
-      if (const double late = wake_delay(spec_.wake, now_ - shards_[static_cast<std::size_t>(k)].replied_at); late > 0)
-        timer(late, Tag{Kind::shard_released, -1, k});
-      else
-        serve(k);
+      at_poll(now_ - shards_[static_cast<std::size_t>(k)].replied_at, Tag{Kind::shard_released, -1, k});
       return;
     }
     case Kind::shard_released:
@@ -270,12 +278,9 @@ void Cluster::try_start(int k) {
   s.busy = true;
   const int l = pushes_[static_cast<std::size_t>(s.job)].learner;
   ++sending_[static_cast<std::size_t>(l)];
-  const double late = wake_delay(spec_.wake, now_ - idle);  // the poll that notices the push
+  const double waited = now_ - idle;
   idle = -1;
-  if (late > 0)
-    timer(late, Tag{Kind::shard_woken, l, k});
-  else
-    transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
+  at_poll(waited, Tag{Kind::shard_woken, l, k});  // the poll that notices the push
 }
 
 // The push received: its apply (and the update's, at every c-th) on a CPU.
@@ -390,14 +395,10 @@ void Cluster::reply_arrived(int l) {
   if (--ln.replies_left > 0) return;
   times_[static_cast<std::size_t>(l)].pull_s += now_ - ln.released_at;
   double& from = wait_from_[static_cast<std::size_t>(l)];
-  const double late = from >= 0 && !spec_.duplex ? wake_delay(spec_.wake, now_ - from) : 0;
+  const double waited = from >= 0 && !spec_.duplex ? now_ - from : 0;
   from = -1;
-  if (late > 0) {  // the poll that notices the last reply
-    times_[static_cast<std::size_t>(l)].wait_s += late;
-    timer(late, Tag{Kind::woken, l, -1});
-    return;
-  }
-  begin_compute(l);
+  // the poll that notices the last reply
+  times_[static_cast<std::size_t>(l)].wait_s += at_poll(waited, Tag{Kind::woken, l, -1});
 }
 
 void Cluster::begin_compute(int l) {

@@ -149,6 +149,7 @@ class Cluster {
   };
 
   void timer(double dt, Tag tag);
+  double at_poll(double waited, Tag then);
   int activity(double left, double max_rate, int res0, int res1, Tag tag);
   void transfer(int learner, int shard, double bytes, Tag then, bool to_shard);
   void send_reply(int k);

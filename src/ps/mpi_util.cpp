@@ -46,6 +46,12 @@ Policy wait_policy() {
   return policy;
 }
 
+// How long a wait of this kind polls before it sleeps.
+Clock::duration spin_phase(Policy policy, Wait kind) {
+  if (policy == Policy::sleep) return Clock::duration::zero();
+  return kind == Wait::transfer ? Clock::duration(kSpinTransfer) : Clock::duration(kSpinEvent);
+}
+
 [[noreturn]] void stalled(double waited, const char* what) {
   throw Stalled(fmt::format("{}: no progress for {:.0f} s while waiting for {} (--stall-timeout {:g}); "
                             "giving up",
@@ -60,9 +66,7 @@ template <class Done>
 void backoff(Done&& done, Wait kind, const char* what) {
   const auto t0 = Clock::now();
   const Policy policy = wait_policy();
-  const auto spin = policy == Policy::sleep ? Clock::duration::zero()
-                    : kind == Wait::transfer ? Clock::duration(kSpinTransfer)
-                                             : Clock::duration(kSpinEvent);
+  const auto spin = spin_phase(policy, kind);
   while (Clock::now() - t0 < spin) {
     if (done()) return;
     if (policy == Policy::yield) std::this_thread::yield();
@@ -82,7 +86,7 @@ void backoff(Done&& done, Wait kind, const char* what) {
 
 WaitSchedule event_wait_schedule() {
   const Policy policy = wait_policy();
-  const double spin = policy == Policy::sleep ? 0.0 : std::chrono::duration<double>(kSpinEvent).count();
+  const double spin = std::chrono::duration<double>(spin_phase(policy, Wait::event)).count();
   return {spin, std::chrono::duration<double>(kMaxPause).count(),
           policy == Policy::sleep ? "sleep" : policy == Policy::spin ? "spin" : "yield"};
 }
