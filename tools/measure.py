@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""Runs the benchmarks and writes the tables of docs/MEASUREMENTS.md.
+
+usage: tools/measure.py [--list] [--check] [--only NAMES] [--skip NAMES]
+                        [--page FILE] [--build DIR] [--work DIR]
+
+Each section of the page is a block between `<!-- measure:NAME -->` and
+`<!-- /measure:NAME -->`. This script runs the section's commands from the
+repository's root, and puts their standard output into the block beneath one
+line that names the commands, how long they took, the CPU, the BLAS kernel,
+the commit and the date. The text outside the blocks is the page's own and is
+never touched. A section is written as soon as it ends (temporary file, then
+rename), so a run that is stopped keeps what it finished; a section that
+fails, or whose needs (root, PyTorch, an OpenMP or Open MPI build) are not
+met, keeps its earlier block and is named at the end (exit 1 when one
+failed).
+
+  --list         the sections, what each needs and about how long it takes
+  --check        check the page only: every block names a section and has its
+                 header line, every section has a block (exit 1 otherwise)
+  --only NAMES   these sections (comma-separated), in the page's order
+  --skip NAMES   all but these
+  --page FILE    the page (default docs/MEASUREMENTS.md)
+  --build DIR    the Serial build with asgd, asgd_micro, asgd_transport and
+                 bench_report (default build/ci, else build/default)
+  --work DIR     scratch folder for results and logs (default /tmp/asgd-measure)
+
+The whole set takes about an hour on 2 cores (--list gives each section's
+figure); run it on an otherwise idle machine, since every figure is a speed.
+"""
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+
+
+class Section:
+    def __init__(self, name, minutes, cmds, needs=(), start=None, what=""):
+        self.name, self.minutes, self.cmds = name, minutes, cmds
+        self.needs, self.start, self.what = tuple(needs), start, what
+
+
+# {b}: the Serial build folder; {w}: the scratch folder. One thread per rank throughout.
+SECTIONS = [
+    Section("machine", 0.1, ["{b}/asgd info"], what="the machine"),
+    Section("micro", 0.7, ["{b}/asgd_micro --benchmark_filter='sgemm|triad|^lenet/|^cifar10-18pct/' "
+                           "--benchmark_color=false"], start=r"^Kokkos ",
+            what="each layer and the step by phase against the same run's sgemm and triad"),
+    Section("training", 4, ["{b}/asgd train --model lenet --dataset fashion-mnist --epochs 3 --lr 0.01 "
+                            "--eval-every 1 --target-error 0.1 --results {w}/training"], start=r"^run ",
+            what="lenet on Fashion-MNIST, one learner, 3 epochs"),
+    Section("pytorch", 3, ["ASGD={b}/asgd tools/peers/compare_lenet.sh -n 3"], needs=["torch"],
+            what="one learner against PyTorch, same model, data and recipe"),
+    Section("openmp", 6, ["tools/bench_openmp.sh -r 3 -l"], needs=["openmp"],
+            what="Kokkos' OpenMP backend at 1 and 2 threads"),
+    Section("transport", 0.5, ["mpiexec -n 2 {b}/asgd_transport 7"],
+            what="push and pull against plain MPI point-to-point"),
+    Section("scaling", 8, ["ASGD={b}/asgd tools/bench_scaling.sh -r 3 200"],
+            what="the MPI core's own cost on one node"),
+    Section("distributed", 5, ["ASGD={b}/asgd tools/peers/compare_distributed.sh -n 3",
+                               "ASGD={b}/asgd tools/peers/compare_allreduce.sh -n 3"], needs=["torch"],
+            what="two learners against PyTorch DDP and Hogwild"),
+    Section("virtual", 2, [PY + " tools/bench_virtual.py --asgd {b}/asgd"],
+            what="virtual learners' cost and memory"),
+    Section("model", 14, ["ASGD={b}/asgd tools/validate_model.sh -r 1 -o {w}/model"],
+            what="the performance model, predicted against measured on one node"),
+    Section("cluster", 6, ["tools/validate_cluster.sh -L '1 2' -S '2 4' -p 'hardsync softsync' -u 8 "
+                           "-l 200mbit -o {w}/cluster",
+                           "tools/zhang_speedup.sh -c -o {w}/zhang-cluster"], needs=["root", "ompi"],
+            what="the model across the emulated cluster's nodes"),
+    Section("papers", 1, ["{b}/asgd sweep run suites/paine2013-virtual-quick.yaml --jobs 2 --results {w}/papers "
+                          "> /dev/null && sed -n '/^## Beside the paper/,/^## /p' "
+                          "{w}/papers/paine2013-virtual-quick/report/report.md | grep '^|'"],
+            what="the quick Paine suite's table beside the paper (modelled time)"),
+    Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b}",
+                            "{b}/bench_report --benchmark_color=false"], start=r"^-{10}",
+            what="planning, submitting and reporting large suites"),
+]
+
+
+def time_suites(build):
+    """The suites section: median of 3 wall times of each command."""
+    work = "/tmp/asgd-measure/suites"
+    cmds = [("plan 10,000 runs", f"{build}/asgd sweep plan tests/data/suite_10k.yaml"),
+            ("submit 10,000 runs, dry run (configs, array script, report job)",
+             f"{build}/asgd sweep submit tests/data/suite_10k.yaml --dry-run --results {work}"),
+]
+    print("| what | seconds (median of 3) | command |\n|---|---|---|")
+    for label, cmd in cmds:
+        times = []
+        for _ in range(3):
+            subprocess.run(["rm", "-rf", work])
+            t0 = time.perf_counter()
+            subprocess.run(cmd, shell=True, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        print(f"| {label} | {times[1]:.2f} | `{cmd.replace(build, '<build>')}` |")
+    return 0
+
+
+def need_met(need, build):
+    if need == "root":
+        return os.geteuid() == 0
+    if need == "torch":
+        return subprocess.run([PY, "-c", "import torch, h5py"], capture_output=True).returncode == 0
+    if need == "openmp":
+        return os.access(os.path.join(ROOT, "build/openmp/asgd_micro"), os.X_OK)
+    if need == "ompi":
+        return os.access(os.path.join(ROOT, "build/ompi/asgd"), os.X_OK)
+    return False
+
+
+def machine_line(build):
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    kernel = "?"
+    info = subprocess.run([os.path.join(build, "asgd"), "info"], capture_output=True, text=True).stdout
+    m = re.search(r"\(core (\w+)\)", info)
+    if m:
+        kernel = m.group(1)
+    commit = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "src", "tools", "tests"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return cpu, os.cpu_count(), kernel, commit + ("+changes" if dirty else "")
+
+
+def as_markdown(text):
+    """Table lines as they are; every other run of lines in a text block."""
+    out, plain = [], []
+
+    def flush():
+        while plain and not plain[-1].strip():
+            plain.pop()
+        while plain and not plain[0].strip():
+            plain.pop(0)
+        if plain:
+            out.extend(["```text", *plain, "```", ""])
+        plain.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            flush()
+            out.append(line)
+        else:
+            if out and out[-1].startswith("|"):
+                out.append("")
+            plain.append(line)
+    flush()
+    return "\n".join(out).rstrip() + "\n"
+
+
+BLOCK = re.compile(r"<!-- measure:([\w-]+) -->\n(.*?)<!-- /measure:\1 -->\n", re.S)
+NOT_MEASURED = re.compile(r"^Not measured: needs .+\.$", re.M)
+HEADER = re.compile(r"^Measured with .+ \(\d+ s\) on .+, BLAS kernel \S+, commit \S+, \d{4}-\d\d-\d\d\.$", re.M)
+
+
+def run_section(sec, build, work, machine):
+    os.makedirs(work, exist_ok=True)
+    log = os.path.join(work, f"{sec.name}.log")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    out = []
+    t0 = time.time()
+    with open(log, "w") as err:
+        for cmd in sec.cmds:
+            cmd = cmd.format(b=build, w=work, py=PY)
+            p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=err, text=True)
+            if p.returncode != 0:
+                return None, f"`{cmd}` exited {p.returncode} (log: {log})"
+            text = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout)
+            if sec.start:
+                m = re.search(sec.start, text, re.M)
+                text = text[m.start():] if m else text
+            out.append(as_markdown(text))
+    took = round(time.time() - t0)
+    cpu, ncpu, kernel, commit = machine
+    shown = "; ".join(f"`{c.format(b='<build>', w='<work>', py='python3')}`" for c in sec.cmds)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    head = (f"Measured with {shown} ({took} s) on {cpu} ({ncpu} vCPUs), BLAS kernel {kernel}, commit {commit}, "
+            f"{date}.")
+    return head + "\n\n" + "\n".join(out), None
+
+
+def replace_block(page, name, body):
+    with open(page) as f:
+        text = f.read()
+    new, n = BLOCK.subn(lambda m: m.group(0) if m.group(1) != name else
+                        f"<!-- measure:{name} -->\n{body}<!-- /measure:{name} -->\n", text)
+    if n == 0 or f"<!-- measure:{name} -->" not in text:
+        raise SystemExit(f"measure.py: {page} has no block for section '{name}'")
+    tmp = page + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(new)
+    os.replace(tmp, page)
+
+
+def block_body(page, name):
+    with open(page) as f:
+        return next((m.group(2) for m in BLOCK.finditer(f.read()) if m.group(1) == name), "")
+
+
+def check(page):
+    with open(page) as f:
+        text = f.read()
+    names = {s.name for s in SECTIONS}
+    found, bad = [], []
+    for m in BLOCK.finditer(text):
+        found.append(m.group(1))
+        if m.group(1) not in names:
+            bad.append(f"{page}: block '{m.group(1)}' is no section of tools/measure.py")
+        elif not HEADER.search(m.group(2)) and not NOT_MEASURED.search(m.group(2)):
+            bad.append(f"{page}: block '{m.group(1)}' has no 'Measured with ... commit ..., DATE.' line")
+    bad += [f"{page}: no block for section '{n}'" for n in sorted(names - set(found))]
+    if len(re.findall(r"^<!-- measure:", text, re.M)) != len(found):
+        bad.append(f"{page}: a '<!-- measure:NAME -->' line without its '<!-- /measure:NAME -->'")
+    for line in bad:
+        print(line, file=sys.stderr)
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1].split("usage: ")[1])
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--skip", default="")
+    ap.add_argument("--page", default=os.path.join(ROOT, "docs/MEASUREMENTS.md"))
+    ap.add_argument("--build", default="")
+    ap.add_argument("--work", default="/tmp/asgd-measure")
+    ap.add_argument("--time-suites", metavar="BUILD", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.time_suites:
+        return time_suites(a.time_suites)
+    names = [s.name for s in SECTIONS]
+    for opt, value in (("--only", a.only), ("--skip", a.skip)):
+        for n in filter(None, value.split(",")):
+            if n not in names:
+                print(f"measure.py: {opt}: no section '{n}' (sections: {', '.join(names)})", file=sys.stderr)
+                return 2
+    if not os.path.isfile(a.page):
+        print(f"measure.py: --page {a.page}: no such file", file=sys.stderr)
+        return 2
+    if a.check:
+        return check(a.page)
+    build = a.build or next((b for b in ("build/ci", "build/default") if os.path.isdir(os.path.join(ROOT, b))), "")
+    build = os.path.abspath(os.path.join(ROOT, build)) if build else ""
+    chosen = [s for s in SECTIONS if (not a.only or s.name in a.only.split(",")) and s.name not in a.skip.split(",")]
+    if a.list:
+        for s in SECTIONS:
+            print(f"{s.name:<12} {s.minutes:>5.1f} min  {s.what}" + (f" (needs {', '.join(s.needs)})" if s.needs else ""))
+        print(f"{'all':<12} {sum(s.minutes for s in SECTIONS):>5.1f} min")
+        return 0
+    if not build or not os.access(os.path.join(build, "asgd"), os.X_OK):
+        print(f"measure.py: --build {a.build or 'build/ci'}: no asgd built there", file=sys.stderr)
+        return 2
+    machine = machine_line(build)
+    start, failed, skipped = time.time(), [], []
+    total = sum(s.minutes for s in chosen)
+    for i, s in enumerate(chosen, 1):
+        missing = [n for n in s.needs if not need_met(n, build)]
+        if missing:
+            skipped.append(f"{s.name} (needs {', '.join(missing)})")
+            print(f"[{i}/{len(chosen)}] {s.name}: skipped, needs {', '.join(missing)}", file=sys.stderr)
+            if not block_body(a.page, s.name).strip():
+                replace_block(a.page, s.name, f"Not measured: needs {', '.join(missing)}, which the machines of "
+                              f"this page's other sections did not have.\n")
+            continue
+        print(f"[{i}/{len(chosen)}] {s.name} (about {s.minutes:g} of {total:g} min; "
+              f"{round(time.time() - start)} s so far)", file=sys.stderr)
+        body, err = run_section(s, build, os.path.abspath(a.work), machine)
+        if err:
+            failed.append(s.name)
+            print(f"measure.py: {s.name}: {err}; its block is left as it was", file=sys.stderr)
+            continue
+        replace_block(a.page, s.name, body)
+    print(f"took {round(time.time() - start)} s" + (f"; skipped: {', '.join(skipped)}" if skipped else "")
+          + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
