@@ -11,7 +11,9 @@ Reads SUITE_DIR/runs/*.h5 (layout: results/README.md) and OUT_DIR/speedup.csv
   speedup.png          throughput and time-to-target speedup against learners, ideal line
   staleness.png        staleness histogram per run (the first 12 runs)
   paper.png            with --reference (a paper's suite): the paper's stated speedups and
-                       errors beside ours, one panel per kind of claim with a number or a shape
+                       errors beside ours, one panel per kind of claim with a number or a shape,
+                       and for a claim stated per learner count (Paine: 1 and 8 clients) our
+                       training error against time for those counts with the paper's values
 
 Lines are coloured per protocol; diverged runs are dashed and end in a cross
 (plotted as far as they got). Unreadable files are skipped with a warning.
@@ -55,12 +57,14 @@ def load_run(path):
         except (KeyError, ValueError):
             config = {}
         evals = {k: f["evals"][k][:] for k in ("epoch", "wall_s", "test_error")}
+        updates = {k: f["updates"][k][:] for k in ("wall_s", "train_error", "gradients")} if "updates" in f else {}
         hist = f["staleness"]["histogram"][:]
     # the series asgd validate would refuse (asgd report lists the file as unreadable)
     if len({len(v) for v in evals.values()}) != 1 or any(np.ndim(v) != 1 for v in evals.values()):
         raise ValueError("the /evals series differ in length")
-    attrs["learners"] = config.get("learners", "?") if isinstance(config, dict) else "?"
-    return {"file": path, **attrs, "evals": evals, "histogram": hist}
+    config = config if isinstance(config, dict) else {}
+    attrs["learners"] = config.get("learners", "?")
+    return {"file": path, **attrs, "evals": evals, "histogram": hist, "config": config, "updates": updates}
 
 
 def colours(runs):
@@ -273,7 +277,74 @@ def paper_error_panel(ax, claims, rows):
     ax.set_title("Error: paper and ours (each on its own data set)")
 
 
-def plot_paper(reference, out_dir):
+def smoothed(run, window=400):
+    """Training error against time, the mean over the last `window` minibatches at each update
+    (an update row of nsync stands for gradients x n_sync minibatches)."""
+    u = run["updates"]
+    if not u or len(u["wall_s"]) == 0:
+        return np.array([]), np.array([])
+    per = float(run["config"].get("n_sync", 1) or 1) if run["protocol"] == "nsync" else 1.0
+    t, e = np.asarray(u["wall_s"], dtype=float), np.asarray(u["train_error"], dtype=float)
+    w = np.maximum(np.asarray(u["gradients"], dtype=float), 0) * per
+    ok = np.isfinite(t) & np.isfinite(e) & (w > 0)
+    t, e, w = t[ok], e[ok], w[ok]
+    cw, ce = np.concatenate([[0], np.cumsum(w)]), np.concatenate([[0], np.cumsum(w * e)])
+    lo = np.searchsorted(cw, cw[1:] - window, side="left")  # first row inside each window
+    return t, (ce[1:] - ce[lo]) / np.maximum(cw[1:] - cw[lo], 1e-12)
+
+
+def claim_runs(claim, runs):
+    """Our runs in the setting of a claim stated per learner count (n_sync, warm or cold start)."""
+    counts = {int(float(k)) for k in claim["values_by_learners"]}
+    n_sync = claim.get("n_sync") if isinstance(claim.get("n_sync"), list) else None
+    out = []
+    for r in runs:
+        c = r["config"]
+        if c.get("learners") not in counts or r["status"] not in ("completed", "diverged"):
+            continue
+        if n_sync and r["protocol"] == "nsync" and c.get("n_sync") not in n_sync:
+            continue
+        if "warm_start" in claim and bool(c.get("warm_start") or c.get("warm_steps")) != bool(claim["warm_start"]):
+            continue
+        out.append(r)
+    return out
+
+
+def paper_curve_panel(ax, claims, runs):
+    """Training error against time for the claim's learner counts (Paine: 1 and 8 clients), the
+    paper's figures at the right edge, at "the same point of the run"."""
+    claim = claims[0]
+    mine = claim_runs(claim, runs)
+    counts = sorted(int(float(k)) for k in claim["values_by_learners"])
+    cmap = plt.get_cmap("tab10")
+    styles = ["-", "--", ":", "-."]
+    rules = sorted({str(r["config"].get("merge", "sum")) for r in mine})
+    t_end = 0.0
+    for r in mine:
+        t, e = smoothed(r)
+        if len(t) == 0:
+            continue
+        L = r["config"]["learners"]
+        rule = str(r["config"].get("merge", "sum"))
+        ax.plot(t, 100 * e, color=cmap(counts.index(L) % 10),
+                linestyle="-" if L == counts[0] else styles[rules.index(rule) % 4], linewidth=1.2,
+                label=f"ours: L={L}" + (f", merge {rule}" if L > 1 and len(rules) > 1 else ""))
+        t_end = max(t_end, t[-1])
+    for L in counts:
+        v = claim["values_by_learners"].get(str(L))
+        if isinstance(v, (int, float)):
+            ax.plot([t_end or 1], [100 * v], marker="*", color=cmap(counts.index(L) % 10), markersize=14,
+                    markeredgecolor="red", linestyle="none", label=f"paper: L={L} {100 * v:g}% ({claim.get('dataset', '?')})")
+    if not mine:
+        ax.text(0.5, 0.5, "no run of ours in this setting", transform=ax.transAxes, ha="center")
+    ax.set_xlabel("training time (s; modelled where the runs are virtual)")
+    ax.set_ylabel("training error, mean of the last 400 minibatches (%)")
+    start = "warm" if claim.get("warm_start") else "cold" if "warm_start" in claim else ""
+    ax.set_title(f"Training error against time, L = {' and '.join(map(str, counts))}"
+                 + (f", {start} start" if start else "") + (f", n_sync {claim['n_sync'][0]}" if claim.get("n_sync") else ""))
+
+
+def plot_paper(reference, out_dir, runs):
     """The paper's claims that state a number or a shape, beside our figures."""
     path = os.path.join(out_dir, "paper.png")
     with open(reference) as f:
@@ -285,6 +356,9 @@ def plot_paper(reference, out_dir):
     panels = [(paper_speedup_panel, speed, read_csv(out_dir, "speedup.csv"))] if speed else []
     if err:
         panels.append((paper_error_panel, err, read_csv(out_dir, "convergence.csv")))
+    curves = [c for c in err if isinstance(c.get("values_by_learners"), dict)]
+    if curves:
+        panels.append((paper_curve_panel, curves, runs))
     if not panels:
         empty_figure(path, "the paper states no speedup or error as a number")
         return
@@ -322,7 +396,7 @@ def main(argv):
     plot_speedup(out_dir)
     plot_staleness(runs, out_dir)
     if reference:
-        plot_paper(reference, out_dir)
+        plot_paper(reference, out_dir, runs)
     return 0
 
 
