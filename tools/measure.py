@@ -76,7 +76,7 @@ SECTIONS = [
                            "-l 200mbit -o {w}/cluster",
                            "tools/zhang_speedup.sh -c -o {w}/zhang-cluster"], needs=["root", "ompi"],
             what="the model across the emulated cluster's nodes", ok=(0, 1)),
-    Section("papers", 1, ["{b}/asgd sweep run suites/paine2013-virtual-quick.yaml --jobs 2 --results {w}/papers "
+    Section("papers", 1, ["rm -rf {w}/papers && {b}/asgd sweep run suites/paine2013-virtual-quick.yaml --jobs 2 --results {w}/papers "
                           "> /dev/null && sed -n '/^## Beside the paper/,/^## /p' "
                           "{w}/papers/paine2013-virtual-quick/report/report.md | grep '^|'"],
             what="the quick Paine suite's table beside the paper (modelled time)"),
