@@ -12,7 +12,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/text.hpp"
-#include "data/dataset.hpp"
+#include "common/dataset_spec.hpp"
+#include "protocol/options.hpp"
 
 namespace asgd {
 
@@ -81,8 +82,10 @@ struct TrainConfig {
 };
 
 // The merge rule a run uses: the one given, else sum.
-inline constexpr const char* kDefaultMerge = "sum";
-inline std::string merge_rule(const TrainConfig& c) { return c.merge.value_or(kDefaultMerge); }
+inline std::string merge_rule(const TrainConfig& c) { return c.merge.value_or(protocol::kDefaultMerge); }
+
+// What the protocols, rate policies and merge rules read of a configuration.
+protocol::Options protocol_options(const TrainConfig& c);
 
 // Longest name of a suite, and of a run id (a run id plus ".shardNN.h5" and
 // ".tmp.<pid>" must stay one file name of at most 255 bytes).

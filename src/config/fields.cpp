@@ -62,7 +62,7 @@ void registered(Problems& p, const char* what, const std::string& name,
   for (const auto& e : entries) names.emplace_back(e.name);
   one_of(p, what, name, names);
   for (const auto& e : entries)
-    if (name == e.name) e.check(c, p);
+    if (name == e.name) e.check(protocol_options(c), p);
 }
 
 // The checks of protocol `name` when another one is chosen: its option must
@@ -71,7 +71,7 @@ void registered(Problems& p, const char* what, const std::string& name,
 void unless_chosen(const char* name, const C& c, Problems& p) {
   if (c.protocol == name) return;
   for (const auto& e : protocol::protocols())
-    if (std::string(name) == e.name) e.check(c, p);
+    if (std::string(name) == e.name) e.check(protocol_options(c), p);
 }
 
 // An option of protocol `owner` is refused under another protocol.

@@ -263,7 +263,7 @@ std::string config_hash(const TrainConfig& c) {
   for (const auto& f : config::fields())
     if (!f.hashed) j.erase(f.key);
   // merge sum given is the rule run without one: the same run id as ever
-  if (c.merge == kDefaultMerge) j.erase("merge");
+  if (c.merge == protocol::kDefaultMerge) j.erase("merge");
   // replace: the same text as dump() for every valid config; a path that is
   // not UTF-8 (refused by validate(), but suites hash runs before validating
   // them) must not throw here.

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "nn/zoo.hpp"
+#include "protocol/registry.hpp"
 
 namespace asgd {
 
@@ -75,7 +76,14 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
   MemoryEstimate e;
   // weights, gradient, momentum, and the host copies a checkpoint makes
   double copies = 5;
-  if (virt) copies += 2 + L * (c.protocol == "nsync" ? 2 : 1);  // server core + learners' weights
+  if (virt) {  // the shard and every learner in this one process: what the protocol keeps
+    protocol::Footprint fp;
+    try {
+      fp = protocol::footprint(*protocol::make_protocol(protocol_options(c)));
+    } catch (const Error&) {  // a protocol or option the checks refuse: they say so
+    }
+    copies += fp.per_shard + L * (fp.per_learner + fp.per_shard_per_learner);
+  }
   e.model = params * 4 * copies;
   // the training and test images, loading buffers, and each sampler's permutation
   e.data = (f.n_train + f.n_test) * sample * 4 + f.transient + f.n_train * 8 * (virt ? L + 1 : 1);

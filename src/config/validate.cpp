@@ -58,7 +58,7 @@ void check_profile(const TrainConfig& c, std::vector<std::string>& p) {
     return;
   }
   try {  // the model is of parameter servers: a protocol without them is not modelled
-    if (!protocol::make_protocol(c)->uses_servers()) {
+    if (!protocol::make_protocol(protocol_options(c))->uses_servers()) {
       p.push_back(fmt::format("--profile models parameter-server shards; protocol {} has none (not modelled)",
                               c.protocol));
       return;
@@ -111,6 +111,24 @@ void check(const TrainConfig& c) {
                                 problems.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
   throw Error(msg);
+}
+
+protocol::Options protocol_options(const TrainConfig& c) {
+  protocol::Options o;
+  o.protocol = c.protocol;
+  o.lr_policy = c.lr_policy;
+  o.merge = c.merge;
+  o.learners = c.learners;
+  o.servers = c.servers;
+  o.softsync_n = c.softsync_n;
+  o.n_sync = c.n_sync;
+  o.staleness = c.staleness;
+  o.tau = c.tau;
+  o.alpha = c.alpha;
+  o.lambda_dc = c.lambda_dc;
+  o.server_lr = c.server_lr;
+  o.server_momentum = c.server_momentum;
+  return o;
 }
 
 }  // namespace asgd

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dataset_spec.hpp"
 #include "common/error.hpp"
 #include "common/types.hpp"
 
@@ -23,18 +24,6 @@ struct Dataset {
 
 struct DataPair {
   Dataset train, test;
-};
-
-// What to load. kind: "fashion-mnist" | "mnist" | "cifar10" | "synthetic".
-struct DatasetSpec {
-  std::string kind = "fashion-mnist";
-  std::string dir;  // empty: the default folder of that kind
-  // synthetic only
-  index_t h = 28, w = 28, c = 1;
-  std::int32_t classes = 10;
-  index_t n_train = 1024, n_test = 256;
-  std::uint64_t seed = 1;
-  bool subtract_mean = true;
 };
 
 // Default folders: fashion-mnist -> /usr/share/datasets/fashion-mnist,

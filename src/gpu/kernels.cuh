@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/elementwise.hpp"
+#include "kernels/elementwise.hpp"  // layering: header only (the per-element bodies)
 
 namespace asgd::gpu::kern {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "kernels/geometry.hpp"
+#include "kernels/geometry.hpp"  // layering: header only (no Kokkos)
 
 namespace asgd::nn {
 

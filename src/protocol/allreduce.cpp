@@ -12,7 +12,7 @@ namespace {
 
 class Allreduce final : public Protocol {
  public:
-  explicit Allreduce(const TrainConfig& cfg) : c_(cfg.learners) {}
+  explicit Allreduce(const Options& cfg) : c_(cfg.learners) {}
   const char* name() const override { return "allreduce"; }
   int gradients_per_update() const override { return c_; }
   bool barrier() const override { return true; }
@@ -22,7 +22,7 @@ class Allreduce final : public Protocol {
   int c_;
 };
 
-void check_allreduce(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_allreduce(const Options& c, std::vector<std::string>& problems) {
   if (c.servers != 1)
     problems.push_back(fmt::format("--servers {}: allreduce has no server ranks (leave --servers out)",
                                    c.servers));

@@ -17,7 +17,7 @@ constexpr double kDefaultLambda = 0.04;
 
 class Dcasgd final : public Protocol {
  public:
-  explicit Dcasgd(const TrainConfig& cfg) : lambda_(cfg.lambda_dc.value_or(kDefaultLambda)) {}
+  explicit Dcasgd(const Options& cfg) : lambda_(cfg.lambda_dc.value_or(kDefaultLambda)) {}
   const char* name() const override { return "dcasgd"; }
   int gradients_per_update() const override { return 1; }
   double delay_compensation() const override { return lambda_; }
@@ -27,7 +27,7 @@ class Dcasgd final : public Protocol {
   double lambda_;
 };
 
-void check_dcasgd(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_dcasgd(const Options& c, std::vector<std::string>& problems) {
   if (c.lambda_dc && !(*c.lambda_dc >= 0 && std::isfinite(*c.lambda_dc) && *c.lambda_dc <= 1e6))
     problems.push_back(fmt::format("--lambda-dc {} must be a number in [0, 1e6]", *c.lambda_dc));
 }

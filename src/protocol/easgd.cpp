@@ -18,7 +18,7 @@ constexpr double kDefaultBeta = 0.9;  // the paper's beta = alpha * learners
 
 class Easgd final : public Protocol {
  public:
-  explicit Easgd(const TrainConfig& cfg)
+  explicit Easgd(const Options& cfg)
       : tau_(cfg.tau.value_or(kDefaultTau)), alpha_(cfg.alpha.value_or(kDefaultBeta / cfg.learners)) {}
   const char* name() const override { return "easgd"; }
   int gradients_per_update() const override { return 1; }
@@ -32,7 +32,7 @@ class Easgd final : public Protocol {
   double alpha_;
 };
 
-void check_easgd(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_easgd(const Options& c, std::vector<std::string>& problems) {
   if (c.tau && (*c.tau < 1 || *c.tau > 1000000))
     problems.push_back(fmt::format("--tau {} must be in 1..1000000", *c.tau));
   if (c.alpha && !(*c.alpha > 0 && *c.alpha < 1))

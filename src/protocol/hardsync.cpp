@@ -8,7 +8,7 @@ namespace {
 
 class Hardsync final : public Protocol {
  public:
-  explicit Hardsync(const TrainConfig& cfg) : c_(cfg.learners) {}
+  explicit Hardsync(const Options& cfg) : c_(cfg.learners) {}
   const char* name() const override { return "hardsync"; }
   int gradients_per_update() const override { return c_; }
   bool barrier() const override { return true; }

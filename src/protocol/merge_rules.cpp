@@ -52,7 +52,7 @@ class Adagrad final : public MergeRule {
   MergeKind kind() const override { return MergeKind::adagrad; }
 };
 
-void check_merge(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_merge(const Options& c, std::vector<std::string>& problems) {
   if (c.server_lr && !(*c.server_lr > 0 && *c.server_lr < 1e6))
     problems.push_back(fmt::format("--server-lr {} must be in (0, 1e6)", *c.server_lr));
   if (c.server_momentum && !(*c.server_momentum >= 0 && *c.server_momentum < 1))
@@ -62,7 +62,7 @@ void check_merge(const TrainConfig& c, std::vector<std::string>& problems) {
 template <class T>
 Entry<MergeRule> rule(const char* name, const char* summary) {
   return {name, summary, check_merge,
-          [](const TrainConfig&) -> std::unique_ptr<MergeRule> { return std::make_unique<T>(); }};
+          [](const Options&) -> std::unique_ptr<MergeRule> { return std::make_unique<T>(); }};
 }
 
 }  // namespace

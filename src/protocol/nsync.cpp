@@ -11,7 +11,7 @@ namespace {
 
 class Nsync final : public Protocol {
  public:
-  explicit Nsync(const TrainConfig& cfg) : n_sync_(cfg.n_sync), merge_(merge_rule(cfg)) {}
+  explicit Nsync(const Options& cfg) : n_sync_(cfg.n_sync), merge_(cfg.merge_rule()) {}
   const char* name() const override { return "nsync"; }
   int gradients_per_update() const override { return 1; }
   Push push() const override { return Push::weights_delta; }
@@ -25,7 +25,7 @@ class Nsync final : public Protocol {
   std::string merge_;
 };
 
-void check_nsync(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_nsync(const Options& c, std::vector<std::string>& problems) {
   if (c.n_sync < 1) problems.push_back(fmt::format("n_sync {} must be >= 1", c.n_sync));
 }
 

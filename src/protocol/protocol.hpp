@@ -23,7 +23,7 @@
 #include <memory>
 #include <string>
 
-#include "config/config.hpp"
+#include "protocol/options.hpp"
 
 namespace asgd::protocol {
 
@@ -48,6 +48,27 @@ class Protocol {
   // Its parameters for progress lines: "", " n=2 (c=4)", " n_sync=10".
   virtual std::string describe() const { return ""; }
 };
+
+// Parameter-sized buffers a run of protocol p keeps besides the engine's own
+// (weights, gradient, momentum), for the memory estimate before any work: each
+// virtual learner's weights, its local steps' momentum where it pushes a change
+// of weights or an elastic difference, EASGD's copy of the centre; each
+// shard's weights, momentum and inbox, an accumulator where it combines
+// c > 1 gradients or compensates delays, and DC-ASGD's weights sent to each
+// learner. ps::ShardCore and the virtual learners allocate by the same hooks.
+struct Footprint {
+  int per_learner = 1;
+  int per_shard = 3;
+  int per_shard_per_learner = 0;
+};
+inline Footprint footprint(const Protocol& p) {
+  Footprint f;
+  const bool gradient = p.push() == Push::gradient;
+  f.per_learner = 1 + (gradient ? 0 : 1) + (p.elastic_alpha() > 0 ? 1 : 0);
+  f.per_shard = 3 + (gradient && (p.gradients_per_update() > 1 || p.delay_compensation() > 0) ? 1 : 0);
+  f.per_shard_per_learner = p.delay_compensation() > 0 ? 1 : 0;
+  return f;
+}
 
 // The learning-rate factor of each gradient from its staleness tau, and the
 // scale of an update of c gradients: g = final_scale(taus) * sum factor(tau_l) * g_l.

@@ -7,12 +7,12 @@ namespace asgd::protocol {
 // The entry of protocol type T (constructed from the configuration).
 template <class T>
 Entry<Protocol> entry_of(const char* name, const char* summary,
-                         void (*check)(const TrainConfig&, std::vector<std::string>&)) {
+                         void (*check)(const Options&, std::vector<std::string>&)) {
   return {name, summary, check,
-          [](const TrainConfig& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<T>(cfg); }};
+          [](const Options& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<T>(cfg); }};
 }
 // For a type without options of its own.
-inline void no_options(const TrainConfig&, std::vector<std::string>&) {}
+inline void no_options(const Options&, std::vector<std::string>&) {}
 
 Entry<Protocol> hardsync_entry();
 Entry<Protocol> softsync_entry();

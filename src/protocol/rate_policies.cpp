@@ -13,7 +13,7 @@ double RatePolicy::final_scale(const std::int64_t* /*taus*/, std::size_t n) cons
 
 namespace {
 
-void no_checks(const TrainConfig&, std::vector<std::string>&) {}
+void no_checks(const Options&, std::vector<std::string>&) {}
 
 class Constant final : public RatePolicy {
  public:
@@ -45,7 +45,7 @@ class MeanStaleness final : public RatePolicy {
 template <class T>
 Entry<RatePolicy> policy(const char* name, const char* summary) {
   return {name, summary, no_checks,
-          [](const TrainConfig&) -> std::unique_ptr<RatePolicy> { return std::make_unique<T>(); }};
+          [](const Options&) -> std::unique_ptr<RatePolicy> { return std::make_unique<T>(); }};
 }
 
 }  // namespace

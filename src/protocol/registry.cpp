@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "protocol/protocols.hpp"
 
 namespace asgd::protocol {
@@ -44,7 +45,7 @@ const Entry<T>* find(const std::vector<Entry<T>>& entries, const std::string& na
 
 template <class T>
 std::unique_ptr<T> make(const std::vector<Entry<T>>& entries, const std::string& name,
-                        const TrainConfig& cfg, const char* what) {
+                        const Options& cfg, const char* what) {
   const Entry<T>* e = find(entries, name);
   if (!e)
     throw Error(fmt::format("{} '{}' unknown ({})", what, shorten(name),
@@ -61,34 +62,16 @@ std::vector<std::string> protocol_names() { return names(protocols()); }
 std::vector<std::string> rate_policy_names() { return names(rate_policies()); }
 std::vector<std::string> merge_rule_names() { return names(merge_rules()); }
 
-void check(const TrainConfig& cfg, std::vector<std::string>& problems) {
-  if (const auto* p = find(protocols(), cfg.protocol))
-    p->check(cfg, problems);
-  else
-    problems.push_back(fmt::format("protocol '{}' unknown ({})", shorten(cfg.protocol),
-                                   fmt::join(protocol_names(), ", ")));
-  if (const auto* r = find(rate_policies(), cfg.lr_policy))
-    r->check(cfg, problems);
-  else
-    problems.push_back(fmt::format("lr policy '{}' unknown ({})", shorten(cfg.lr_policy),
-                                   fmt::join(rate_policy_names(), ", ")));
-  if (const auto* m = find(merge_rules(), merge_rule(cfg)))
-    m->check(cfg, problems);
-  else
-    problems.push_back(fmt::format("merge rule '{}' unknown ({})", shorten(merge_rule(cfg)),
-                                   fmt::join(merge_rule_names(), ", ")));
-}
-
-std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg) {
+std::unique_ptr<Protocol> make_protocol(const Options& cfg) {
   return make(protocols(), cfg.protocol, cfg, "protocol");
 }
 
-std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg) {
+std::unique_ptr<RatePolicy> make_rate_policy(const Options& cfg) {
   return make(rate_policies(), cfg.lr_policy, cfg, "lr policy");
 }
 
-std::unique_ptr<MergeRule> make_merge_rule(const TrainConfig& cfg) {
-  return make(merge_rules(), merge_rule(cfg), cfg, "merge rule");
+std::unique_ptr<MergeRule> make_merge_rule(const Options& cfg) {
+  return make(merge_rules(), cfg.merge_rule(), cfg, "merge rule");
 }
 
 }  // namespace asgd::protocol

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
+#include "protocol/options.hpp"
 #include "protocol/protocol.hpp"
 
 namespace asgd::protocol {
@@ -19,8 +19,8 @@ template <class T>
 struct Entry {
   const char* name;
   const char* summary;
-  void (*check)(const TrainConfig&, std::vector<std::string>&);
-  std::unique_ptr<T> (*make)(const TrainConfig&);
+  void (*check)(const Options&, std::vector<std::string>&);
+  std::unique_ptr<T> (*make)(const Options&);
 };
 
 const std::vector<Entry<Protocol>>& protocols();
@@ -30,13 +30,11 @@ std::vector<std::string> protocol_names();
 std::vector<std::string> rate_policy_names();
 std::vector<std::string> merge_rule_names();
 
-// Appends one message per problem: an unknown protocol or policy (naming the
-// known ones) and the chosen protocol's own checks.
-void check(const TrainConfig& cfg, std::vector<std::string>& problems);
-
-// Built once per run; throw asgd::Error on a name or option check() refuses.
-std::unique_ptr<Protocol> make_protocol(const TrainConfig& cfg);
-std::unique_ptr<RatePolicy> make_rate_policy(const TrainConfig& cfg);
-std::unique_ptr<MergeRule> make_merge_rule(const TrainConfig& cfg);
+// Built once per run; throw asgd::Error on an unknown name or an option the
+// type's own check refuses (config/fields.cpp runs those checks, with every
+// other field's, before any work).
+std::unique_ptr<Protocol> make_protocol(const Options& cfg);
+std::unique_ptr<RatePolicy> make_rate_policy(const Options& cfg);
+std::unique_ptr<MergeRule> make_merge_rule(const Options& cfg);
 
 }  // namespace asgd::protocol

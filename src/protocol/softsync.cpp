@@ -10,7 +10,7 @@ namespace {
 
 class Softsync final : public Protocol {
  public:
-  explicit Softsync(const TrainConfig& cfg) : n_(cfg.softsync_n), c_(cfg.learners / cfg.softsync_n) {}
+  explicit Softsync(const Options& cfg) : n_(cfg.softsync_n), c_(cfg.learners / cfg.softsync_n) {}
   const char* name() const override { return "softsync"; }
   int gradients_per_update() const override { return c_; }
   std::string describe() const override { return fmt::format(" n={} (c={})", n_, c_); }
@@ -19,7 +19,7 @@ class Softsync final : public Protocol {
   int n_, c_;
 };
 
-void check_softsync(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_softsync(const Options& c, std::vector<std::string>& problems) {
   if (c.softsync_n < 1 || c.softsync_n > c.learners)
     problems.push_back(fmt::format("softsync n {} must be in 1..learners ({})", c.softsync_n, c.learners));
 }

@@ -14,7 +14,7 @@ constexpr int kDefaultStaleness = 3;
 
 class Ssp final : public Protocol {
  public:
-  explicit Ssp(const TrainConfig& cfg) : s_(cfg.staleness.value_or(kDefaultStaleness)) {}
+  explicit Ssp(const Options& cfg) : s_(cfg.staleness.value_or(kDefaultStaleness)) {}
   const char* name() const override { return "ssp"; }
   int gradients_per_update() const override { return 1; }
   bool may_reply(std::int64_t learner_clock, std::int64_t slowest) const override {
@@ -26,7 +26,7 @@ class Ssp final : public Protocol {
   std::int64_t s_;
 };
 
-void check_ssp(const TrainConfig& c, std::vector<std::string>& problems) {
+void check_ssp(const Options& c, std::vector<std::string>& problems) {
   if (c.staleness && (*c.staleness < 0 || *c.staleness > 1000000))
     problems.push_back(fmt::format("--staleness {} must be in 0..1000000", *c.staleness));
 }

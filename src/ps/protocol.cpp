@@ -5,8 +5,9 @@
 namespace asgd::ps {
 
 UpdateRule::UpdateRule(const TrainConfig& cfg)
-    : protocol_(protocol::make_protocol(cfg)), policy_(protocol::make_rate_policy(cfg)),
-      merge_(protocol::make_merge_rule(cfg)) {
+    : protocol_(protocol::make_protocol(protocol_options(cfg))),
+      policy_(protocol::make_rate_policy(protocol_options(cfg))),
+      merge_(protocol::make_merge_rule(protocol_options(cfg))) {
   // asked once: the hooks are constant for a run
   c_ = protocol_->gradients_per_update();
   barrier_ = protocol_->barrier();

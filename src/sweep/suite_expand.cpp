@@ -23,7 +23,7 @@ namespace {
 int ranks_of(const TrainConfig& c) {
   if (c.virtual_learners || (c.learners == 1 && c.servers == 1)) return 1;
   try {
-    if (!protocol::make_protocol(c)->uses_servers()) return c.learners;
+    if (!protocol::make_protocol(protocol_options(c))->uses_servers()) return c.learners;
   } catch (const Error&) {  // a config the checks refuse: its rank count is never used
   }
   return c.servers + c.learners;

@@ -327,3 +327,30 @@ TEST(ConfigFields, RangeTexts) {
   EXPECT_TRUE(half_open(0, 1).holds(0));
   EXPECT_FALSE(above(0).holds(std::numeric_limits<double>::infinity()));
 }
+
+// The memory estimate of virtual learners asks the protocol what it keeps:
+// EASGD a learner's momentum and centre beside its weights, DC-ASGD the weights
+// the shard sent each learner, nsync a learner's momentum, softsync neither.
+TEST(Config, MemoryEstimateCountsWhatEachProtocolKeeps) {
+  asgd::TrainConfig c;
+  c.model = "mlp";
+  c.data.kind = "synthetic";
+  c.data.h = c.data.w = 8;
+  c.data.n_train = 4096;
+  c.virtual_learners = true;
+  c.learners = 16;
+  c.protocol = "softsync";
+  c.softsync_n = 16;
+  const double base = asgd::estimate_memory(c).model;
+  auto with = [&](const char* protocol) {
+    asgd::TrainConfig x = c;
+    x.protocol = protocol;
+    return asgd::estimate_memory(x).model;
+  };
+  // one parameter-sized copy per learner, in bytes: base holds 5 + 3 + 16 of them
+  const double copy = base / (5 + 3 + 16);
+  EXPECT_NEAR(with("nsync"), base + 16 * copy, 1e-6 * base);
+  EXPECT_NEAR(with("easgd"), base + 32 * copy, 1e-6 * base);
+  EXPECT_NEAR(with("dcasgd"), base + (1 + 16) * copy, 1e-6 * base);  // an accumulator and 16 copies sent
+  EXPECT_NEAR(with("hardsync"), base + copy, 1e-6 * base);           // c = 16 gradients summed
+}

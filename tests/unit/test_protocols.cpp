@@ -78,12 +78,12 @@ TEST(Ssp, MayReplyWithinTheBound) {
   TrainConfig c;
   c.protocol = "ssp";
   c.staleness = 2;
-  const auto p = asgd::protocol::make_protocol(c);
+  const auto p = asgd::protocol::make_protocol(asgd::protocol_options(c));
   EXPECT_TRUE(p->may_reply(5, 3));
   EXPECT_FALSE(p->may_reply(6, 3));
   c.staleness = 0;
-  EXPECT_FALSE(asgd::protocol::make_protocol(c)->may_reply(1, 0));
-  EXPECT_TRUE(asgd::protocol::make_protocol(c)->may_reply(1, 1));
+  EXPECT_FALSE(asgd::protocol::make_protocol(asgd::protocol_options(c))->may_reply(1, 0));
+  EXPECT_TRUE(asgd::protocol::make_protocol(asgd::protocol_options(c))->may_reply(1, 1));
 }
 
 // w1 = w0 - lr (g + lambda g*g*(w0 - w_sent)) with momentum and weight decay 0,
