@@ -81,8 +81,9 @@ def main():
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     a = ap.parse_args()
     src = os.path.join(a.root, "src")
-    all_targets = cmake_targets(src)
-    targets = {k: v for k, v in all_targets.items() if v[1] or k in documented_names(a.root)}
+    doc = os.path.join(a.root, "docs/ARCHITECTURE.md")
+    rows = documented(doc)
+    targets = {k: v for k, v in cmake_targets(src).items() if v[1] or k in rows}
     project = set(targets)
     owner, first = header_owner(targets)
     problems = []
@@ -125,8 +126,6 @@ def main():
                     problems.append(f"src/{part}/{fname}:{line}: includes {inc_part}/{inc_file} ({inc_t}), "
                                     f"which {t} does not link")
 
-    doc = os.path.join(a.root, "docs/ARCHITECTURE.md")
-    rows = documented(doc)
     for t in sorted(project):
         linked = {d for d in targets[t][2] if d in project}
         if t not in rows:
@@ -154,10 +153,6 @@ def main():
     for p in problems:
         print(p, file=sys.stderr)
     return 1 if problems else 0
-
-
-def documented_names(root):
-    return set(documented(os.path.join(root, "docs/ARCHITECTURE.md")))
 
 
 if __name__ == "__main__":

@@ -84,15 +84,15 @@ SECTIONS = [
                          "--plant '--candidate-hog 2:0.25' --plant \"--candidate-prefix 'taskset -c 0'\" "
                          "> {w}/gate.log && cat {w}/gate/summary.txt"],
             what="how often the CI gate cries wolf on the same commit, and what planted slowdowns it flags"),
-    Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b}",
+    Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b} --work {w}",
                             "{b}/bench_report --benchmark_color=false"], start=r"^-{10}",
             what="planning, submitting and reporting large suites"),
 ]
 
 
-def time_suites(build):
+def time_suites(build, work):
     """The suites section: median of 3 wall times of each command."""
-    work = "/tmp/asgd-measure/suites"
+    work = os.path.join(work, "suites")
     cmds = [("plan 10,000 runs", f"{build}/asgd sweep plan tests/data/suite_10k.yaml"),
             ("submit 10,000 runs, dry run (configs, array script, report job)",
              f"{build}/asgd sweep submit tests/data/suite_10k.yaml --dry-run --results {work}"),
@@ -107,11 +107,11 @@ def time_suites(build):
                            stderr=subprocess.DEVNULL)
             times.append(time.perf_counter() - t0)
         times.sort()
-        print(f"| {label} | {times[1]:.2f} | `{cmd.replace(build, '<build>')}` |")
+        print(f"| {label} | {times[1]:.2f} | `{cmd.replace(build, '<build>').replace(work, '<work>/suites')}` |")
     return 0
 
 
-def need_met(need, build):
+def need_met(need):
     if need == "root":
         return os.geteuid() == 0
     if need == "torch":
@@ -248,7 +248,7 @@ def main():
     ap.add_argument("--time-suites", metavar="BUILD", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.time_suites:
-        return time_suites(a.time_suites)
+        return time_suites(a.time_suites, os.path.abspath(a.work))
     names = [s.name for s in SECTIONS]
     for opt, value in (("--only", a.only), ("--skip", a.skip)):
         for n in filter(None, value.split(",")):
@@ -275,7 +275,7 @@ def main():
     start, failed, skipped = time.time(), [], []
     total = sum(s.minutes for s in chosen)
     for i, s in enumerate(chosen, 1):
-        missing = [n for n in s.needs if not need_met(n, build)]
+        missing = [n for n in s.needs if not need_met(n)]
         if missing:
             skipped.append(f"{s.name} (needs {', '.join(missing)})")
             print(f"[{i}/{len(chosen)}] {s.name}: skipped, needs {', '.join(missing)}", file=sys.stderr)

@@ -55,7 +55,8 @@ class Protocol {
 // of weights or an elastic difference, EASGD's copy of the centre; each
 // shard's weights, momentum and inbox, an accumulator where it combines
 // c > 1 gradients or compensates delays, and DC-ASGD's weights sent to each
-// learner. ps::ShardCore and the virtual learners allocate by the same hooks.
+// learner. ps::ShardCore and the virtual learners decide their buffers from
+// the same hooks (through ps::UpdateRule).
 struct Footprint {
   int per_learner = 1;
   int per_shard = 3;

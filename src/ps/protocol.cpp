@@ -4,10 +4,11 @@
 
 namespace asgd::ps {
 
-UpdateRule::UpdateRule(const TrainConfig& cfg)
-    : protocol_(protocol::make_protocol(protocol_options(cfg))),
-      policy_(protocol::make_rate_policy(protocol_options(cfg))),
-      merge_(protocol::make_merge_rule(protocol_options(cfg))) {
+UpdateRule::UpdateRule(const TrainConfig& cfg) : UpdateRule(protocol_options(cfg)) {}
+
+UpdateRule::UpdateRule(const protocol::Options& o)
+    : protocol_(protocol::make_protocol(o)), policy_(protocol::make_rate_policy(o)),
+      merge_(protocol::make_merge_rule(o)) {
   // asked once: the hooks are constant for a run
   c_ = protocol_->gradients_per_update();
   barrier_ = protocol_->barrier();

@@ -20,6 +20,7 @@ namespace asgd::ps {
 class UpdateRule {
  public:
   explicit UpdateRule(const TrainConfig& cfg);
+  explicit UpdateRule(const protocol::Options& options);
   UpdateRule(UpdateRule&&) noexcept = default;
   ~UpdateRule();
   // c: hardsync lambda, softsync floor(lambda / n), nsync 1 (each delta applies alone).
