@@ -2,7 +2,7 @@
 """Runs the benchmarks and writes the tables of docs/MEASUREMENTS.md.
 
 usage: tools/measure.py [--list] [--check] [--only NAMES] [--skip NAMES]
-                        [--page FILE] [--build DIR] [--work DIR]
+                        [--page FILE] [--build DIR] [--work DIR] [--tag TAG]
 
 Each section of the page is a block between `<!-- measure:NAME -->` and
 `<!-- /measure:NAME -->`. This script runs the section's commands from the
@@ -15,6 +15,12 @@ fails, or whose needs (root, PyTorch, an OpenMP or Open MPI build) are not
 met, keeps its earlier block and is named at the end (exit 1 when one
 failed).
 
+The sections whose figures belong to the CPU (the machine, the training
+engine, PyTorch, OpenMP) keep one block per CPU, `<!-- measure:NAME@TAG -->`,
+TAG from the CPU's model name (amd-epyc, intel-xeon): a run on a CPU the page
+has no block for adds one after the section's other blocks, so the figures of
+every CPU measured stay side by side.
+
   --list         the sections, what each needs and about how long it takes
   --check        check the page only: every block names a section and has its
                  header line, every section has a block (exit 1 otherwise)
@@ -24,8 +30,9 @@ failed).
   --build DIR    the Serial build with asgd, asgd_micro, asgd_transport and
                  bench_report (default build/ci, else build/default)
   --work DIR     scratch folder for results and logs (default /tmp/asgd-measure)
+  --tag TAG      the per-CPU blocks' tag (default: from the CPU's model name)
 
-The whole set takes about an hour and a half on 2 cores (--list gives each section's
+The whole set takes about three hours on 2 cores (--list gives each section's
 figure); run it on an otherwise idle machine, since every figure is a speed.
 """
 import argparse
@@ -41,26 +48,33 @@ PY = "/usr/bin/python3"
 
 
 class Section:
-    def __init__(self, name, minutes, cmds, needs=(), start=None, what="", ok=(0,)):
+    def __init__(self, name, minutes, cmds, needs=(), start=None, what="", ok=(0,), per_cpu=False):
         self.name, self.minutes, self.cmds = name, minutes, cmds
         self.needs, self.start, self.what, self.ok = tuple(needs), start, what, ok
+        self.per_cpu = per_cpu
+
+
+def suite_table(suite, work):
+    """A paper suite run from an empty folder, then its report's table beside the paper."""
+    return (f"rm -rf {{w}}/{work} && {{b}}/asgd sweep run suites/{suite}.yaml --jobs 2 --results {{w}}/{work} "
+            f"> /dev/null && sed -n '/^## Beside the paper/,/^## /p' {{w}}/{work}/{suite}/report/report.md | grep '^|'")
 
 
 # {b}: the Serial build folder; {w}: the scratch folder. One thread per rank throughout.
 # ok: the exit codes that still mean a measurement (the validation tools exit 1
 # when a row is outside the model's bounds, and say so in their table).
 SECTIONS = [
-    Section("machine", 0.1, ["{b}/asgd info"], what="the machine"),
+    Section("machine", 0.1, ["{b}/asgd info"], what="the machine", per_cpu=True),
     Section("micro", 0.7, ["{b}/asgd_micro --benchmark_filter='sgemm|triad|^lenet/|^cifar10-18pct/' "
                            "--benchmark_color=false"], start=r"^Kokkos ",
-            what="each layer and the step by phase against the same run's sgemm and triad"),
+            what="each layer and the step by phase against the same run's sgemm and triad", per_cpu=True),
     Section("training", 4, ["{b}/asgd train --model lenet --dataset fashion-mnist --epochs 3 --lr 0.01 "
                             "--eval-every 1 --target-error 0.1 --results {w}/training"], start=r"^run ",
-            what="lenet on Fashion-MNIST, one learner, 3 epochs"),
+            what="lenet on Fashion-MNIST, one learner, 3 epochs", per_cpu=True),
     Section("pytorch", 3, ["ASGD={b}/asgd tools/peers/compare_lenet.sh -n 3"], needs=["torch"],
-            what="one learner against PyTorch, same model, data and recipe"),
+            what="one learner against PyTorch, same model, data and recipe", per_cpu=True),
     Section("openmp", 6, ["tools/bench_openmp.sh -r 3 -l"], needs=["openmp"],
-            what="Kokkos' OpenMP backend at 1 and 2 threads"),
+            what="Kokkos' OpenMP backend at 1 and 2 threads", per_cpu=True),
     Section("transport", 0.5, ["mpiexec -n 2 {b}/asgd_transport 7"],
             what="push and pull against plain MPI point-to-point"),
     Section("scaling", 8, ["ASGD={b}/asgd tools/bench_scaling.sh -r 3 200"],
@@ -76,10 +90,17 @@ SECTIONS = [
                            "-l 200mbit -o {w}/cluster",
                            "tools/zhang_speedup.sh -c -o {w}/zhang-cluster"], needs=["root", "ompi"],
             what="the model across the emulated cluster's nodes", ok=(0, 1)),
-    Section("papers", 1, ["rm -rf {w}/papers && {b}/asgd sweep run suites/paine2013-virtual-quick.yaml --jobs 2 --results {w}/papers "
-                          "> /dev/null && sed -n '/^## Beside the paper/,/^## /p' "
-                          "{w}/papers/paine2013-virtual-quick/report/report.md | grep '^|'"],
+    Section("papers", 1, [suite_table("paine2013-virtual-quick", "papers")],
             what="the quick Paine suite's table beside the paper (modelled time)"),
+    Section("paine-full", 25, [suite_table("paine2013-virtual", "paine-full")],
+            what="the full Paine suite (82 runs, modelled time) beside the paper"),
+    Section("zhang-speedup", 3, ["ASGD={b}/asgd tools/zhang_speedup.sh -o {w}/zhang-speedup > /dev/null && "
+                                 "grep -E '^(cores|waiting_rank_load):|^ +seconds:' profiles/local.yaml && for s in zhang2015-speedup zhang2015-speedup-real; do "
+                                 "echo; echo \"$s:\"; sed -n '/^### Throughput speedup/,/^## /p' {w}/zhang-speedup/$s/report/report.md "
+                                 "| grep '^|'; done"],
+            what="Zhang's throughput speedup: the paper's profile, this machine's, and L = 1, 2 measured"),
+    Section("zhang-full", 80, [suite_table("zhang2015", "zhang-full")],
+            what="the full Zhang suite (13 runs, 10 epochs, modelled time) beside the paper"),
     Section("gate", 25, ["tools/ci/measure.sh {w}/gate --asgd {b}/asgd --pairs 3 --rounds 5 "
                          "--plant '--candidate-hog 2:0.25' --plant \"--candidate-prefix 'taskset -c 0'\" "
                          "> {w}/gate.log && cat {w}/gate/summary.txt"],
@@ -167,9 +188,16 @@ def as_markdown(text):
     return "\n".join(out).rstrip() + "\n"
 
 
-BLOCK = re.compile(r"<!-- measure:([\w-]+) -->\n(.*?)<!-- /measure:\1 -->\n", re.S)
-NOT_MEASURED = re.compile(r"^Not measured: needs .+\.$", re.M)
+BLOCK = re.compile(r"<!-- measure:([\w-]+)(?:@([\w-]+))? -->\n(.*?)<!-- /measure:\1(?:@\2)? -->\n", re.S)
+NOT_MEASURED = re.compile(r"^Not measured: .+\.$", re.M)
 HEADER = re.compile(r"^Measured with .+ \(\d+ s\) on .+, BLAS kernel \S+, commit \S+, \d{4}-\d\d-\d\d\.$", re.M)
+
+
+def cpu_tag(cpu):
+    """amd-epyc, intel-xeon, ...: the first two words of the model name, lower case."""
+    words = re.sub(r"\((r|tm)\)", "", cpu.lower())
+    words = [w for w in re.findall(r"[a-z0-9]+", words) if w not in ("processor", "cpu")]
+    return "-".join(words[:2]) or "unknown-cpu"
 
 
 def run_section(sec, build, work, machine):
@@ -199,13 +227,33 @@ def run_section(sec, build, work, machine):
     return head + "\n\n" + "\n".join(out), None
 
 
+def block_name(sec, tag):
+    return f"{sec.name}@{tag}" if sec.per_cpu else sec.name
+
+
+def blocks(text):
+    """(full name, section name, body, match) of every block, in the page's order."""
+    return [((m.group(1) + "@" + m.group(2)) if m.group(2) else m.group(1), m.group(1), m.group(3), m)
+            for m in BLOCK.finditer(text)]
+
+
 def replace_block(page, name, body):
+    """Writes a block's body; a per-CPU block the page lacks goes after its section's last block."""
     with open(page) as f:
         text = f.read()
-    new, n = BLOCK.subn(lambda m: m.group(0) if m.group(1) != name else
-                        f"<!-- measure:{name} -->\n{body}<!-- /measure:{name} -->\n", text)
-    if n == 0 or f"<!-- measure:{name} -->" not in text:
-        raise SystemExit(f"measure.py: {page} has no block for section '{name}'")
+    section = name.split("@")[0]
+    found = blocks(text)
+    new_block = f"<!-- measure:{name} -->\n{body}<!-- /measure:{name} -->\n"
+    same = [b for b in found if b[0] == name]
+    if same:
+        m = same[0][3]
+        new = text[:m.start()] + new_block + text[m.end():]
+    else:
+        siblings = [b for b in found if b[1] == section]
+        if "@" not in name or not siblings:
+            raise SystemExit(f"measure.py: {page} has no block for section '{name}'")
+        end = siblings[-1][3].end()
+        new = text[:end] + new_block + text[end:]
     tmp = page + ".tmp"
     with open(tmp, "w") as f:
         f.write(new)
@@ -214,22 +262,27 @@ def replace_block(page, name, body):
 
 def block_body(page, name):
     with open(page) as f:
-        return next((m.group(2) for m in BLOCK.finditer(f.read()) if m.group(1) == name), "")
+        return next((b[2] for b in blocks(f.read()) if b[0] == name), None)
 
 
 def check(page):
     with open(page) as f:
         text = f.read()
-    names = {s.name for s in SECTIONS}
-    found, bad = [], []
-    for m in BLOCK.finditer(text):
-        found.append(m.group(1))
-        if m.group(1) not in names:
-            bad.append(f"{page}: block '{m.group(1)}' is no section of tools/measure.py")
-        elif not HEADER.search(m.group(2)) and not NOT_MEASURED.search(m.group(2)):
-            bad.append(f"{page}: block '{m.group(1)}' has no 'Measured with ... commit ..., DATE.' line")
-    bad += [f"{page}: no block for section '{n}'" for n in sorted(names - set(found))]
-    if len(re.findall(r"^<!-- measure:", text, re.M)) != len(found):
+    by_name = {s.name: s for s in SECTIONS}
+    found, bad = set(), []
+    for full, section, body, _ in blocks(text):
+        sec = by_name.get(section)
+        if sec is None:
+            bad.append(f"{page}: block '{full}' is no section of tools/measure.py")
+            continue
+        found.add(section)
+        if sec.per_cpu != ("@" in full):
+            bad.append(f"{page}: block '{full}': section '{section}' keeps "
+                       + ("one block per CPU, named '" + section + "@TAG'" if sec.per_cpu else "one block, without '@TAG'"))
+        elif not HEADER.search(body) and not NOT_MEASURED.search(body):
+            bad.append(f"{page}: block '{full}' has no 'Measured with ... commit ..., DATE.' line")
+    bad += [f"{page}: no block for section '{n}'" for n in by_name if n not in found]
+    if len(re.findall(r"^<!-- measure:", text, re.M)) != len(blocks(text)):
         bad.append(f"{page}: a '<!-- measure:NAME -->' line without its '<!-- /measure:NAME -->'")
     for line in bad:
         print(line, file=sys.stderr)
@@ -245,6 +298,7 @@ def main():
     ap.add_argument("--page", default=os.path.join(ROOT, "docs/MEASUREMENTS.md"))
     ap.add_argument("--build", default="")
     ap.add_argument("--work", default="/tmp/asgd-measure")
+    ap.add_argument("--tag", default="")
     ap.add_argument("--time-suites", metavar="BUILD", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.time_suites:
@@ -255,6 +309,9 @@ def main():
             if n not in names:
                 print(f"measure.py: {opt}: no section '{n}' (sections: {', '.join(names)})", file=sys.stderr)
                 return 2
+    if a.tag and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", a.tag):
+        print(f"measure.py: --tag '{a.tag}': lower-case letters, digits and '-' only", file=sys.stderr)
+        return 2
     if not os.path.isfile(a.page):
         print(f"measure.py: --page {a.page}: no such file", file=sys.stderr)
         return 2
@@ -265,13 +322,15 @@ def main():
     chosen = [s for s in SECTIONS if (not a.only or s.name in a.only.split(",")) and s.name not in a.skip.split(",")]
     if a.list:
         for s in SECTIONS:
-            print(f"{s.name:<12} {s.minutes:>5.1f} min  {s.what}" + (f" (needs {', '.join(s.needs)})" if s.needs else ""))
-        print(f"{'all':<12} {sum(s.minutes for s in SECTIONS):>5.1f} min")
+            print(f"{s.name:<14} {s.minutes:>5.1f} min  {s.what}" + (f" (needs {', '.join(s.needs)})" if s.needs else "")
+                  + (" [a block per CPU]" if s.per_cpu else ""))
+        print(f"{'all':<14} {sum(s.minutes for s in SECTIONS):>5.1f} min")
         return 0
     if not build or not os.access(os.path.join(build, "asgd"), os.X_OK):
         print(f"measure.py: --build {a.build or 'build/ci'}: no asgd built there", file=sys.stderr)
         return 2
     machine = machine_line(build)
+    tag = a.tag or cpu_tag(machine[0])
     start, failed, skipped = time.time(), [], []
     total = sum(s.minutes for s in chosen)
     for i, s in enumerate(chosen, 1):
@@ -279,8 +338,9 @@ def main():
         if missing:
             skipped.append(f"{s.name} (needs {', '.join(missing)})")
             print(f"[{i}/{len(chosen)}] {s.name}: skipped, needs {', '.join(missing)}", file=sys.stderr)
-            if not block_body(a.page, s.name).strip():
-                replace_block(a.page, s.name, f"Not measured: needs {', '.join(missing)}, which the machines of "
+            body = block_body(a.page, block_name(s, tag))
+            if body is not None and not body.strip():
+                replace_block(a.page, block_name(s, tag), f"Not measured: needs {', '.join(missing)}, which the machines of "
                               f"this page's other sections did not have.\n")
             continue
         print(f"[{i}/{len(chosen)}] {s.name} (about {s.minutes:g} of {total:g} min; "
@@ -290,7 +350,7 @@ def main():
             failed.append(s.name)
             print(f"measure.py: {s.name}: {err}; its block is left as it was", file=sys.stderr)
             continue
-        replace_block(a.page, s.name, body)
+        replace_block(a.page, block_name(s, tag), body)
     print(f"took {round(time.time() - start)} s" + (f"; skipped: {', '.join(skipped)}" if skipped else "")
           + (f"; failed: {', '.join(failed)}" if failed else ""), file=sys.stderr)
     return 1 if failed else 0

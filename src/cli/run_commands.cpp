@@ -72,16 +72,16 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
   if (world_rank() != 0) return 0;
   const auto& r = out.result;
   if (out.skipped) {
-    fmt::print("run {} already finished ({}): {}\n", r.run_id, r.status, out.paths.results);
+    fmt::print("run {} already finished ({}): {}\n", r.run_id, to_text(r.status), out.paths.results);
     return 0;
   }
   const auto& s = r.summary;
   // a diverged run has no error to show: it says so, never "nan%"
-  auto pct = [&](double x) { return std::isfinite(x) ? fmt::format("{:.2f}%", 100 * x) : r.status; };
+  auto pct = [&](double x) { return std::isfinite(x) ? fmt::format("{:.2f}%", 100 * x) : std::string(to_text(r.status)); };
   fmt::print(
       "\nrun {}  status {}\n  updates {}  epochs {:.2f}  train time {:.1f}s  {:.0f} samples/s\n"
       "  final test error {}  best {}  time to {:.1f}% error: {}\n  results {}\n",
-      r.run_id, r.status, s.updates, s.epochs, s.train_time_s, s.samples_per_s,
+      r.run_id, to_text(r.status), s.updates, s.epochs, s.train_time_s, s.samples_per_s,
       pct(s.final_test_error), pct(s.best_test_error), 100 * s.target_error,
       std::isnan(s.time_to_target_s) ? std::string("not reached")
                                      : fmt::format("{:.1f}s", s.time_to_target_s),

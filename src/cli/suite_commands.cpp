@@ -81,7 +81,7 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
   if (action == "plan") {
     const auto groups = sweep::group_by_shape(suite);
     fmt::print("suite {} ({}): {} runs in {} resource shape{}, mode {}\n", suite.name, a.suite,
-               suite.runs.size(), groups.size(), groups.size() == 1 ? "" : "s", suite.mode);
+               suite.runs.size(), groups.size(), groups.size() == 1 ? "" : "s", to_text(suite.mode));
     for (const auto& g : groups) {
       fmt::print("shape {} ({} runs):\n", g.front()->shape, g.size());
       for (const auto* r : g) fmt::print("  {}\n", r->run_id);
@@ -114,7 +114,7 @@ int cmd_sweep(const std::string& action, const SweepArgs& a) {
   o.mpiexec = a.mpiexec;
   o.dry_run = a.dry_run;
   const int failed = sweep::run_local(suite, a.results, o);
-  if (suite.mode == "micro") {
+  if (suite.mode == sweep::SuiteMode::micro) {
     fmt::print("benchmark results (Google Benchmark JSON, for asgd compare): {}\n",
                sweep::micro_output(suite.runs.front(), sweep::suite_paths(suite, a.results)));
   } else if (!a.dry_run && !a.no_report) {

@@ -16,6 +16,13 @@ namespace h5 {
 
 namespace {
 
+// A value as a message shows it: the first 60 characters, control characters as '?'.
+std::string shown(const std::string& v) {
+  std::string s;
+  for (char ch : v.substr(0, 60)) s += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
+  return v.size() > 60 ? s + "..." : s;
+}
+
 // Messages for the file root carry only the path; nested layouts (a
 // checkpoint's /progress) also name the group.
 std::string where(const Loc& loc) { return loc.name == "/" ? "" : loc.name + ": "; }
@@ -152,8 +159,8 @@ void write_run_result(const Loc& loc, const RunResult& r) {
   write_attr(loc, "slurm_job_id", r.slurm_job_id);
   write_attr(loc, "slurm_array_job_id", r.slurm_array_job_id);
   write_attr(loc, "slurm_array_task_id", r.slurm_array_task_id);
-  write_attr(loc, "mode", r.mode);
-  write_attr(loc, "status", r.status);
+  write_attr(loc, "mode", std::string(to_text(r.mode)));
+  write_attr(loc, "status", std::string(to_text(r.status)));
   write_attr(loc, "model", r.model);
   write_attr(loc, "protocol", r.protocol);
   write_attr(loc, "timing_model", r.timing_model_json);
@@ -201,8 +208,13 @@ RunResult read_run_result(const Loc& loc) {
   r.slurm_job_id = read_attr_str(loc, "slurm_job_id");
   r.slurm_array_job_id = read_attr_str(loc, "slurm_array_job_id");
   r.slurm_array_task_id = read_attr_str(loc, "slurm_array_task_id");
-  r.mode = read_attr_str(loc, "mode");
-  r.status = read_attr_str(loc, "status");
+  const std::string mode = read_attr_str(loc, "mode"), status = read_attr_str(loc, "status");
+  const auto parsed_mode = parse_run_mode(mode);
+  const auto parsed_status = parse_run_status(status);
+  if (!parsed_status) throw Error(where(loc) + "status \"" + shown(status) + "\" is not completed, diverged or failed");
+  if (!parsed_mode) throw Error(where(loc) + "mode \"" + shown(mode) + "\" is not real or virtual");
+  r.mode = *parsed_mode;
+  r.status = *parsed_status;
   r.model = read_attr_str(loc, "model");
   r.protocol = read_attr_str(loc, "protocol");
   r.timing_model_json = read_attr_str(loc, "timing_model");
@@ -249,16 +261,6 @@ RunEnd run_end_of(const std::string& config_json) {
 
 namespace {
 
-std::string cut(const std::string& v) {
-  std::string s;
-  for (char ch : v.substr(0, 60)) s += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
-  return v.size() > 60 ? s + "..." : s;
-}
-
-}  // namespace
-
-namespace {
-
 using Problems = std::vector<std::string>;
 
 bool time_ok(double v) { return std::isfinite(v) && v >= 0; }
@@ -287,26 +289,23 @@ void config_problems(const std::string& config_json, Problems& p) {
   for (const auto& [key, most] : {std::pair<const char*, std::int64_t>{"learners", 65536}, {"batch", 1LL << 40}})
     if (j.contains(key) &&
         (!j[key].is_number_integer() || j[key].get<std::int64_t>() < 1 || j[key].get<std::int64_t>() > most))
-      p.push_back(fmt::format("config {} {} is not a whole number in 1..{}", key, cut(j[key].dump()), most));
+      p.push_back(fmt::format("config {} {} is not a whole number in 1..{}", key, h5::shown(j[key].dump()), most));
 }
 
-// Status, mode, run id, the JSON attributes and the training interval.
+// Run id, the JSON attributes and the training interval.
 void header_problems(const RunResult& r, Problems& p) {
   auto need = [&](bool ok, const std::string& msg) {
     if (!ok) p.push_back(msg);
   };
-  need(r.status == "completed" || r.status == "diverged" || r.status == "failed",
-       "status \"" + cut(r.status) + "\" is not completed, diverged or failed");
-  need(r.mode == "real" || r.mode == "virtual", "mode \"" + cut(r.mode) + "\" is not real or virtual");
   need(!r.run_id.empty() && r.run_id.find('/') == std::string::npos && r.run_id != "." &&
            r.run_id != ".." && std::none_of(r.run_id.begin(), r.run_id.end(), [](char c) {
              return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
            }),
-       "run_id \"" + cut(r.run_id) + "\" is not a file name");
+       "run_id \"" + h5::shown(r.run_id) + "\" is not a file name");
   auto json_object = [&](const char* what, const std::string& text) {  // too deep: said as such
     if (const std::string deep = json_nesting_problem(text, what); !deep.empty()) return need(false, deep);
     need(parse_json_bounded<nlohmann::json>(text).is_object(),
-         std::string(what) + " is not a JSON object: \"" + cut(text) + "\"");
+         std::string(what) + " is not a JSON object: \"" + h5::shown(text) + "\"");
   };
   json_object("config", r.config_json);
   config_problems(r.config_json, p);
@@ -380,7 +379,7 @@ void summary_problems(const RunResult& r, Problems& p) {
   const auto& e = r.evals;
   need(r.transport.empty() || r.transport == "shared-memory" || r.transport == "messages" ||
            r.transport == "allreduce" || r.transport == "none",
-       "transport \"" + cut(r.transport) + "\" is not shared-memory, messages, allreduce or none");
+       "transport \"" + h5::shown(r.transport) + "\" is not shared-memory, messages, allreduce or none");
   const Summary& s = r.summary;
   need(fraction_ok(s.target_error), "/summary target_error " + fmt_d(s.target_error) + " is not in [0, 1]");
   need(std::isnan(s.time_to_target_s) || time_ok(s.time_to_target_s),

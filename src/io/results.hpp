@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/run_status.hpp"
 
 namespace asgd::io {
 
@@ -75,8 +76,8 @@ struct RunResult {
   std::string run_id, suite, config_json, git_commit, host;
   std::string mpi_version, kokkos_version, hdf5_version;  // hdf5_version filled by the writer
   std::string slurm_job_id, slurm_array_job_id, slurm_array_task_id;
-  std::string mode = "real";        // real | virtual
-  std::string status = "completed"; // completed | diverged | failed
+  RunMode mode = RunMode::real;               // files: "real" | "virtual"
+  RunStatus status = RunStatus::completed;    // files: "completed" | "diverged" | "failed"
   std::string model, protocol;
   std::string timing_model_json = "{}";
   // How weights and gradients moved: "shared-memory" (MPI, every rank on one
@@ -109,11 +110,11 @@ struct RunResult {
 // existing file at path untouched.
 void write_results(const std::string& path, const RunResult& r);
 // Reads and validates (schema version first, then every required attribute
-// and dataset, equal column lengths, then every value against its domain:
+// and dataset, status completed|diverged|failed and mode real|virtual, equal column lengths, then every value against its domain:
 // result_problems). Throws asgd::Error naming what is wrong.
 RunResult read_results(const std::string& path);
 // Every value of r outside its domain, one message each (empty: valid):
-// status completed|diverged|failed, mode real|virtual, config and
+// config and
 // timing_model JSON objects, run id a file name, counts >= 0, times finite
 // and >= 0, error fractions in [0, 1] (NaN where "not available"), epochs
 // finite and not beyond the configured epochs (+ one update's worth),

@@ -67,26 +67,26 @@ class AllreduceRun {
     return false;
   }
 
-  std::string train() {
+  RunStatus train() {
     res_.train_started = unix_now();
     s_.evals().done(epoch());
     while (!done()) {
       const double loss = step();
       if (s_.diverged(loss)) {
         s_.warn_diverged(clock_, loss);
-        return "diverged";
+        return RunStatus::diverged;
       }
       if (done()) break;
       if (l_ == 0 && s_.evals().due(epoch())) evaluate_now();
       if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0) checkpoint();  // collective
       if (l_ == 0 && s_.progress_due()) progress();
     }
-    return "completed";
+    return RunStatus::completed;
   }
 
   // Rank 0 returns the result (without header); the final checkpoint is collective.
-  void finish(const std::string& status, const std::function<void(io::RunResult&)>& write) {
-    if (l_ == 0 && status == "completed" && (res_.evals.empty() || res_.evals.back().clock != clock_))
+  void finish(RunStatus status, const std::function<void(io::RunResult&)>& write) {
+    if (l_ == 0 && status == RunStatus::completed && (res_.evals.empty() || res_.evals.back().clock != clock_))
       evaluate_now();
     const auto rows = learner_rows();
     checkpoint();

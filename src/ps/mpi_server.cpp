@@ -44,7 +44,7 @@ bool Server::resume() {
   evals_ = ck->progress.evals;
   // a checkpoint written at the very end (before the results file): nothing left to train
   stopping_ = core_.done() || core_.diverged();
-  if (core_.diverged()) status_ = "diverged";
+  if (core_.diverged()) status_ = RunStatus::diverged;
   return true;
 }
 
@@ -63,7 +63,7 @@ void Server::load_weights(const real_t* full) {
 }
 
 io::RunResult Server::failed_result() {
-  status_ = "failed";
+  status_ = RunStatus::failed;
   return finish_result();
 }
 
@@ -113,7 +113,7 @@ io::RunResult Server::run() {
     return {};
   }
   // The writer: final evaluation (all shards still answer), then tell them to finish.
-  if (status_ == "completed" && (evals_.empty() || evals_.back().clock != core_.clock())) run_eval();
+  if (status_ == RunStatus::completed && (evals_.empty() || evals_.back().clock != core_.clock())) run_eval();
   for (int s = 1; s < S_; ++s) {
     const char dummy = 0;
     MPI_Request r = isend(dummy, s, kFinish, comm_.get());
@@ -277,7 +277,7 @@ void Server::after_update() {
     return;
   }
   if (core_.diverged()) {
-    status_ = "diverged";
+    status_ = RunStatus::diverged;
     stopping_ = true;
     s_.warn_diverged(clock, core_.series().updates.back().train_loss);
     return;

@@ -75,7 +75,7 @@ class Server {
   std::int64_t win_samples_ = 0;
   double win_t_ = 0;
   bool stopping_ = false;
-  std::string status_ = "completed";
+  RunStatus status_ = RunStatus::completed;
   std::vector<io::LearnerTiming> timing_;
   std::vector<std::int64_t> pushed_before_;  // per learner: applied pushes of the checkpoint resumed from
   std::vector<io::EvalRecord> evals_;

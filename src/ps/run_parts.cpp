@@ -87,7 +87,7 @@ void fill_header(io::RunResult& res, const TrainConfig& cfg, const RunInfo& info
   res.slurm_job_id = info.slurm_job_id;
   res.slurm_array_job_id = info.slurm_array_job_id;
   res.slurm_array_task_id = info.slurm_array_task_id;
-  res.mode = "real";
+  res.mode = RunMode::real;
   res.model = cfg.model;
   res.protocol = protocol;
   res.timing_model_json = "{}";

@@ -28,7 +28,7 @@ RunSession::RunSession(const TrainConfig& cfg, const TrainOptions& opt, bool wri
   check_same_config(cfg, done.config_json, out_.paths.results);
   // a failed run (the MPI watchdog) is resumed from its checkpoints and its
   // results file replaced at the end
-  if (done.status == "failed") return;
+  if (done.status == RunStatus::failed) return;
   out_.skipped = true;
   out_.result = std::move(done);
 }
@@ -92,7 +92,7 @@ void RunSession::header(io::RunResult& res, const RunInfo& info, const std::stri
   fill_header(res, cfg_, info, protocol, mpi_version);
 }
 
-void RunSession::finish(io::RunResult& res, const std::string& status, double train_s,
+void RunSession::finish(io::RunResult& res, RunStatus status, double train_s,
                         double epochs, const std::function<void()>& before_write) {
   res.status = status;
   res.train_finished = unix_now();

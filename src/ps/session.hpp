@@ -81,7 +81,7 @@ class RunSession {
   // the results file written (temporary name, then rename). The writer only.
   // before_write runs after the summary, before the results file is written
   // (the final checkpoint).
-  void finish(io::RunResult& res, const std::string& status, double train_s, double epochs,
+  void finish(io::RunResult& res, RunStatus status, double train_s, double epochs,
               const std::function<void()>& before_write = {});
 
  private:

@@ -68,7 +68,7 @@ class Single {
   }
 
   // Trains to the end (or divergence); returns the status.
-  std::string train() {
+  RunStatus train() {
     win_clock_ = clock_;
     win_train_ = train_s_;
     std::int64_t steps_here = 0;
@@ -77,7 +77,7 @@ class Single {
       const double loss = step();
       if (s_.diverged(loss)) {
         s_.warn_diverged(clock_, loss);
-        return "diverged";
+        return RunStatus::diverged;
       }
       if (s_.evals().due(epoch()) && clock_ < total_) evaluate_now();
       if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0 && clock_ < total_)
@@ -87,10 +87,10 @@ class Single {
       if (s_.progress_due() || (!s_.opt().quiet && clock_ == total_)) progress();
     }
     if (res_.evals.empty() || res_.evals.back().clock != clock_) evaluate_now();
-    return "completed";
+    return RunStatus::completed;
   }
 
-  void finish(const std::string& status) {
+  void finish(RunStatus status) {
     std::int64_t samples = 0;
     for (const auto& u : res_.updates) samples += u.samples;
     res_.learners = {{0, train_s_, 0, 0, 0, clock_, samples}};

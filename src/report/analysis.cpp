@@ -56,7 +56,9 @@ Value state_of(const RunInfo& r) {
 Value run_value(const RunInfo& r, double x) { return r.completed() ? Value::number(x) : state_of(r); }
 
 // A modelled (virtual) time is never divided by a measured one: the mode is part of the key.
-std::string index_key(const RunInfo& r) { return r.suite + '\x1f' + r.model + '\x1f' + r.seed + '\x1f' + r.mode; }
+std::string index_key(const RunInfo& r) {
+  return r.suite + '\x1f' + r.model + '\x1f' + r.seed + '\x1f' + std::string(to_text(r.mode));
+}
 
 }  // namespace
 
@@ -120,9 +122,14 @@ const RunInfo* baseline_of(const RunInfo& r, const Index& one_learner) {
   return base;
 }
 
+// t1 / tl when both are finite and tl > 0; blank otherwise.
+Value ratio(double t1, double tl) {
+  return std::isfinite(t1) && std::isfinite(tl) && tl > 0 ? Value::number(t1 / tl) : Value{};
+}
+
 // One group's aggregates over its runs, speedups against their baselines.
 void summarise(ConfigGroup& g, const Index& one_learner) {
-  std::vector<Value> tt, tp, ttt, sps, fin, best, smooth;
+  std::vector<Value> tt, trt, tp, ttt, ttr, sps, fin, best, smooth;
   std::vector<double> taus;
   std::size_t missing_baseline = 0;  // completed runs without a baseline
   bool baseline_not_completed = false;
@@ -135,15 +142,16 @@ void summarise(ConfigGroup& g, const Index& one_learner) {
     best.push_back(run_value(r, r.summary.best_test_error));
     smooth.push_back(run_value(r, r.smoothed_train_error));
     ttt.push_back(run_value(r, r.summary.time_to_target_s));
+    ttr.push_back(run_value(r, r.time_to_train_target));
     sps.push_back(run_value(r, r.summary.samples_per_s > 0 ? r.summary.samples_per_s : kNaN));
     if (std::isfinite(r.mean_tau)) taus.push_back(r.mean_tau);
     if (g.histogram.size() < r.histogram.size()) g.histogram.resize(r.histogram.size(), 0);
     for (std::size_t t = 0; t < r.histogram.size(); ++t) g.histogram[t] += r.histogram[t];
 
     const RunInfo* base = baseline_of(r, one_learner);
-    Value speed_tt, speed_tp;  // blank unless computed below
+    Value speed_tt, speed_trt, speed_tp;  // blank unless computed below
     if (!r.completed()) {
-      speed_tt = speed_tp = state_of(r);
+      speed_tt = speed_trt = speed_tp = state_of(r);
     } else if (!base) {
       ++missing_baseline;
     } else {
@@ -151,18 +159,21 @@ void summarise(ConfigGroup& g, const Index& one_learner) {
         g.baselines.push_back(base->run_id);
       if (!base->completed()) {
         baseline_not_completed = true;
-        speed_tt = speed_tp = state_of(*base);
+        speed_tt = speed_trt = speed_tp = state_of(*base);
       } else {
-        const double t1 = base->summary.time_to_target_s, tl = r.summary.time_to_target_s;
-        if (std::isfinite(t1) && std::isfinite(tl) && tl > 0) speed_tt = Value::number(t1 / tl);
+        speed_tt = ratio(base->summary.time_to_target_s, r.summary.time_to_target_s);
+        speed_trt = ratio(base->time_to_train_target, r.time_to_train_target);
         const double p1 = base->summary.samples_per_s, pl = r.summary.samples_per_s;
         if (std::isfinite(p1) && std::isfinite(pl) && p1 > 0 && pl > 0) speed_tp = Value::number(pl / p1);
       }
     }
     tt.push_back(speed_tt);
+    trt.push_back(speed_trt);
     tp.push_back(speed_tp);
   }
   g.tt_speedup = aggregate(tt);
+  g.train_tt_speedup = aggregate(trt);
+  g.time_to_train_target = aggregate(ttr);
   g.tp_speedup = aggregate(tp);
   g.time_to_target = aggregate(ttt);
   g.samples_per_s = aggregate(sps);
@@ -184,7 +195,9 @@ void summarise(ConfigGroup& g, const Index& one_learner) {
 // hardsync configurations the one with the most config fields in common.
 void hardsync_gaps(std::vector<ConfigGroup>& groups) {
   std::map<std::string, std::vector<const ConfigGroup*>> hardsync;
-  auto hs_key = [](const RunInfo& r) { return r.model + '\x1f' + r.mode + '\x1f' + std::to_string(r.learners); };
+  auto hs_key = [](const RunInfo& r) {
+    return r.model + '\x1f' + std::string(to_text(r.mode)) + '\x1f' + std::to_string(r.learners);
+  };
   for (const auto& g : groups)
     if (g.rep().protocol == "hardsync") hardsync[hs_key(g.rep())].push_back(&g);
   for (auto& g : groups) {

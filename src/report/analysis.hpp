@@ -15,8 +15,10 @@ struct ConfigGroup {
   const RunInfo& rep() const { return *runs.front(); }
 
   // speedup against the 1-learner baseline of each seed
-  Agg tt_speedup, tp_speedup;
-  Agg time_to_target, samples_per_s;
+  // time to target: test error at the evaluations (tt), smoothed training
+  // error at every update (train_tt)
+  Agg tt_speedup, train_tt_speedup, tp_speedup;
+  Agg time_to_target, time_to_train_target, samples_per_s;
   std::vector<std::string> baselines;  // run ids of the baselines used
   std::string speedup_note;
 

@@ -45,7 +45,7 @@ std::vector<std::string> md_config_cells(const ConfigGroup& g) {
   const RunInfo& r = g.rep();
   std::string seeds = std::to_string(g.runs.size());
   if (g.diverged || g.failed) seeds += fmt::format(" ({} diverged, {} failed)", g.diverged, g.failed);
-  return {r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch, seeds};
+  return {r.model, std::string(to_text(r.mode)), r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch, seeds};
 }
 const std::vector<std::string> kMdConfigHeader = {"model", "mode", "protocol", "L", "n", "n_sync", "lr policy",
                                                   "batch", "seeds"};

@@ -103,13 +103,15 @@ RunInfo load_run(const std::string& path) {
     const json* v = config_field(info.config, "merge");
     info.merge = v && v->is_string() ? v->get<std::string>() : "sum";
   }
-  info.smoothed_train_error = smoothed_train_error(r.updates, 400, info.per_gradient);
+  info.smoothed_train_error = smoothed_train_error(r.updates, kSmoothingWindow, info.per_gradient);
+  info.time_to_train_target =
+      time_to_train_target(r.updates, r.summary.target_error, kSmoothingWindow, info.per_gradient);
   if (info.per_gradient > 1)
     info.sawtooth = periodic_component(r.minibatch_error, static_cast<std::size_t>(info.per_gradient));
   info.n_updates = r.updates.size();
   info.n_evals = r.evals.size();
   read_machine(info, r);
-  if (r.mode == "virtual") {
+  if (r.mode == RunMode::virtual_learners) {
     const json tm = parse_json_bounded<json>(r.timing_model_json);
     if (tm.is_object() && tm.contains("profile") && tm["profile"].is_string())
       info.timing_model = fmt::format("profile {} ({})", tm["profile"].get<std::string>(),
@@ -136,7 +138,7 @@ std::string copy_identity(const io::RunResult& r, const json& config) {
   if (key.empty()) return "";
   const io::Summary& s = r.summary;
   return fmt::format("{}|{}|{}|{}|{:a}|{:a}|{}|{:a}|{:a}|{:a}", key,
-                     config.contains("seed") ? config["seed"].dump() : "", r.host, r.status, r.train_started,
+                     config.contains("seed") ? config["seed"].dump() : "", r.host, to_text(r.status), r.train_started,
                      r.train_finished, s.updates, s.train_time_s, s.samples_per_s, s.final_test_error);
 }
 

@@ -27,7 +27,9 @@ struct RunInfo {
   std::string file;
   bool readable = false;
   std::string error;  // unreadable: the reader's message
-  std::string run_id, suite, model, mode, protocol, status, dataset;
+  std::string run_id, suite, model, protocol, dataset;
+  RunMode mode = RunMode::real;
+  RunStatus status = RunStatus::failed;  // of a readable file
   json config;        // the `config` attribute parsed; null if it is not JSON
   std::string key;    // configuration key: config minus kNonKeyFields, dumped
   std::string config_id;  // 8 hex digits of a hash of key
@@ -38,6 +40,8 @@ struct RunInfo {
   io::Summary summary;
   double mean_tau = kNaN;
   double smoothed_train_error = kNaN;
+  // time_to_train_target at the run's /summary target_error (stats.hpp)
+  double time_to_train_target = kNaN;
   double per_gradient = 1;  // minibatches in one pushed gradient: nsync's n_sync
   bool warm = false;        // warm_steps > 0
   std::string merge;        // nsync's merge rule ("sum" when not set)
@@ -58,9 +62,9 @@ struct RunInfo {
   std::vector<std::string> shared_with;           // run ids whose training overlapped on this host
   bool timing_shared() const { return !shared_with.empty(); }
 
-  bool completed() const { return readable && status == "completed"; }
-  bool diverged() const { return readable && status == "diverged"; }
-  // failed, unreadable, or any status this build does not know
+  bool completed() const { return readable && status == RunStatus::completed; }
+  bool diverged() const { return readable && status == RunStatus::diverged; }
+  // failed or unreadable
   bool failed() const { return !completed() && !diverged(); }
 };
 

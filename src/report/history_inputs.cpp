@@ -147,7 +147,8 @@ void read_bench(const std::string& path, const BenchFile& f, std::size_t input, 
 }
 
 struct ResultRun {
-  std::string file, suite, commit, machine, mode, status;
+  std::string file, suite, commit, machine;
+  RunMode mode = RunMode::real;
   json config;
   double time = kNaN, samples_per_s = kNaN, final_test_error = kNaN;
   std::size_t input = 0;
@@ -170,7 +171,6 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
   run.suite = r.suite;
   run.commit = commit_text(r.git_commit);
   run.mode = r.mode;
-  run.status = r.status;
   run.input = input;
   run.config = parse_json_bounded<json>(r.config_json);
   if (!run.config.is_object()) run.config = json::object();
@@ -186,8 +186,8 @@ bool read_result(const std::string& path, std::size_t input, std::vector<ResultR
                                               : file_mtime(path);
   run.samples_per_s = r.summary.samples_per_s;
   run.final_test_error = r.summary.final_test_error;
-  if (r.status != "completed") {
-    in.skipped.push_back(fmt::format("{}: status {} (no figures)", path, r.status));
+  if (r.status != RunStatus::completed) {
+    in.skipped.push_back(fmt::format("{}: status {} (no figures)", path, to_text(r.status)));
     return false;
   }
   run.identity = copy_identity(r, run.config);
@@ -240,7 +240,7 @@ void result_samples(const std::vector<ResultRun>& runs, Inputs& in) {
       s.commit = r->commit;
       s.time = r->time;
       s.input = r->input;
-      if (r->mode == "real" && r->samples_per_s > 0 && std::isfinite(r->samples_per_s)) {
+      if (r->mode == RunMode::real && r->samples_per_s > 0 && std::isfinite(r->samples_per_s)) {
         s.figure = base + ": samples/s";
         s.unit = "samples/s";
         s.value = r->samples_per_s;

@@ -50,7 +50,7 @@ void mark_overlaps(std::vector<RunInfo>& runs) {
   std::map<std::string, std::vector<std::size_t>> by_host;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunInfo& r = runs[i];
-    if (r.readable && r.mode == "real" && std::isfinite(r.started) && std::isfinite(r.finished))
+    if (r.readable && r.mode == RunMode::real && std::isfinite(r.started) && std::isfinite(r.finished))
       by_host[r.host].push_back(i);
   }
   for (auto& [host, idx] : by_host) {
@@ -76,7 +76,7 @@ std::string conditions_md(const std::vector<RunInfo>& runs) {
       machines[fmt::format("{} (BLAS kernel {}{})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel,
                            how.empty() ? "" : "; " + how)] += 1;
     }
-    if (r.mode != "real") continue;
+    if (r.mode != RunMode::real) continue;
     ++real;
     shared += r.timing_shared();
     no_interval += !(std::isfinite(r.started) && std::isfinite(r.finished));
@@ -122,7 +122,7 @@ void check_same_machine(const std::set<std::string>& base, const std::set<std::s
 std::set<std::string> machines(const std::vector<RunInfo>& runs) {
   std::set<std::string> out;
   for (const auto& r : runs)
-    if (r.mode == "real" && !r.cpu_model.empty())
+    if (r.mode == RunMode::real && !r.cpu_model.empty())
       out.insert(fmt::format("{} (BLAS kernel {})", r.cpu_model, r.blas_kernel.empty() ? "unknown" : r.blas_kernel));
   return out;
 }
@@ -131,7 +131,7 @@ std::set<std::string> machines(const std::vector<RunInfo>& runs) {
 std::set<std::string> executions(const std::vector<RunInfo>& runs) {
   std::set<std::string> out;
   for (const auto& r : runs)
-    if (r.mode == "real" && !execution_label(r).empty()) out.insert(execution_label(r));
+    if (r.mode == RunMode::real && !execution_label(r).empty()) out.insert(execution_label(r));
   return out;
 }
 
@@ -168,7 +168,7 @@ int validate(const std::vector<std::string>& files) {
     std::string problem;
     try {
       const io::RunResult r = io::read_results(f);
-      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, r.status, r.summary.updates).c_str());
+      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, to_text(r.status), r.summary.updates).c_str());
       continue;
     } catch (const Error& e) {
       problem = e.what();

@@ -164,8 +164,10 @@ void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimR
   }
   for (const auto* g : at) {
     const RunInfo& r = g->rep();
-    const std::string clock = r.mode != "virtual" ? "" : " (modelled, " + (r.timing_model.empty() ? std::string("ideal clock") : r.timing_model) + ")";
-    out.add(fmt::format("ours: time-to-target {}, throughput {}{}", agg_md(g->tt_speedup, false, 2),
+    const std::string clock = r.mode != RunMode::virtual_learners ? "" : " (modelled, " + (r.timing_model.empty() ? std::string("ideal clock") : r.timing_model) + ")";
+    out.add(fmt::format("ours: time-to-target {} (test error, at the evaluations), {} (smoothed training error, "
+                        "at every update), throughput {}{}",
+                        agg_md(g->tt_speedup, false, 2), agg_md(g->train_tt_speedup, false, 2),
                         agg_md(g->tp_speedup, false, 2), clock),
             data_of(*g), config_label(*g) + where + ", " + seeds_text(*g));
   }

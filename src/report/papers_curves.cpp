@@ -47,7 +47,7 @@ std::string pct(const Agg& a) {
 
 std::string clock_name(const ConfigGroup& g) {
   const RunInfo& r = g.rep();
-  if (r.mode != "virtual") return "measured time";
+  if (r.mode != RunMode::virtual_learners) return "measured time";
   return "modelled time" + (r.timing_model.empty() ? std::string() : ", " + r.timing_model);
 }
 
@@ -200,7 +200,7 @@ std::string throughput_table(const json& ref, const Groups& all) {
   std::map<int, std::map<std::string, const ConfigGroup*>> at;  // L -> clock -> group
   for (const auto* g : all) {
     const RunInfo& r = g->rep();
-    const std::string c = r.mode == "virtual" ? "modelled, " + (r.timing_model.empty() ? "ideal clock" : r.timing_model)
+    const std::string c = r.mode == RunMode::virtual_learners ? "modelled, " + (r.timing_model.empty() ? "ideal clock" : r.timing_model)
                                               : "measured here (" + (r.cpu.empty() ? r.host : r.cpu) + ")";
     if (std::find(clocks.begin(), clocks.end(), c) == clocks.end()) clocks.push_back(c);
     at[r.learners].emplace(c, g);  // the first group of a learner count and clock

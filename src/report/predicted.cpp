@@ -30,11 +30,11 @@ struct Pair {
 std::vector<Pair> pairs(const std::vector<ConfigGroup>& groups) {
   std::vector<Pair> out;
   for (const auto& v : groups) {
-    if (v.rep().mode != "virtual" || v.samples_per_s.state != Agg::State::number) continue;
+    if (v.rep().mode != RunMode::virtual_learners || v.samples_per_s.state != Agg::State::number) continue;
     const std::string key = shared_key(v.rep());
     if (key.empty()) continue;
     for (const auto& r : groups)
-      if (r.rep().mode == "real" && r.samples_per_s.state == Agg::State::number && shared_key(r.rep()) == key)
+      if (r.rep().mode == RunMode::real && r.samples_per_s.state == Agg::State::number && shared_key(r.rep()) == key)
         out.push_back({&r, &v});
   }
   return out;

@@ -40,7 +40,7 @@ std::string run_error_cell(const RunInfo& r, double x) {
 // "exclusive", "shared with a;b" (overlapped on the same host), "modelled"
 // (virtual clock) or "unknown" (no interval recorded).
 std::string timing_cell(const RunInfo& r) {
-  if (r.mode == "virtual") return r.timing_model.empty() ? "modelled" : "modelled: " + r.timing_model;
+  if (r.mode == RunMode::virtual_learners) return r.timing_model.empty() ? "modelled" : "modelled: " + r.timing_model;
   if (r.timing_shared()) return "shared with " + fmt::format("{}", fmt::join(r.shared_with, ";"));
   if (!std::isfinite(r.started) || !std::isfinite(r.finished)) return "unknown";
   return "exclusive";
@@ -66,8 +66,8 @@ Table runs_table(const std::vector<RunInfo>& runs) {
       continue;
     }
     const auto& s = r.summary;
-    t.rows.push_back({r.run_id, r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync,
-                      r.lr_policy, r.batch, r.seed, r.status, std::to_string(s.updates), num(s.epochs),
+    t.rows.push_back({r.run_id, r.model, std::string(to_text(r.mode)), r.protocol, std::to_string(r.learners), r.n, r.n_sync,
+                      r.lr_policy, r.batch, r.seed, std::string(to_text(r.status)), std::to_string(s.updates), num(s.epochs),
                       num(s.train_time_s), num(s.samples_per_s), run_error_cell(r, s.final_test_error),
                       run_error_cell(r, s.best_test_error), run_error_cell(r, s.time_to_target_s), num(r.mean_tau),
                       run_error_cell(r, r.smoothed_train_error), r.file, r.config_id, "", r.host, r.cpu,
@@ -79,7 +79,7 @@ Table runs_table(const std::vector<RunInfo>& runs) {
 
 std::vector<std::string> config_cells(const ConfigGroup& g) {
   const RunInfo& r = g.rep();
-  return {g.id, r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
+  return {g.id, r.model, std::string(to_text(r.mode)), r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
           std::to_string(g.runs.size()), std::to_string(g.completed), std::to_string(g.diverged),
           std::to_string(g.failed)};
 }
@@ -104,7 +104,7 @@ void mark_shared_speedups(std::vector<ConfigGroup>& groups, const std::vector<Ru
   for (const auto& r : runs)
     if (r.readable) {
       by_id[r.run_id] = &r;
-      if (r.mode == "real") cpus.insert(r.cpu);
+      if (r.mode == RunMode::real) cpus.insert(r.cpu);
     }
   for (auto& g : groups) {
     std::set<std::string> shared;
@@ -114,12 +114,12 @@ void mark_shared_speedups(std::vector<ConfigGroup>& groups, const std::vector<Ru
       if (auto it = by_id.find(b); it != by_id.end() && it->second->timing_shared()) shared.insert(b);
     std::vector<std::string> notes;
     if (!g.speedup_note.empty()) notes.push_back(g.speedup_note);
-    if (g.rep().mode == "virtual")
+    if (g.rep().mode == RunMode::virtual_learners)
       notes.push_back("modelled: " + (g.rep().timing_model.empty() ? "virtual clock" : g.rep().timing_model));
     if (!shared.empty())
       notes.push_back(fmt::format("shared: {} trained beside other runs on the same host, timings not exclusive",
                                   fmt::join(shared, ", ")));
-    if (cpus.size() > 1 && g.rep().mode == "real")
+    if (cpus.size() > 1 && g.rep().mode == RunMode::real)
       notes.push_back(fmt::format("machine: {}", g.rep().cpu.empty() ? "unknown" : g.rep().cpu));
     g.speedup_note = fmt::format("{}", fmt::join(notes, "; "));
   }
@@ -128,17 +128,15 @@ void mark_shared_speedups(std::vector<ConfigGroup>& groups, const std::vector<Ru
 Table speedup_csv(const std::vector<ConfigGroup>& groups) {
   Table t;
   t.header = kConfigHeader;
-  append(t.header, agg_header("time_to_target_speedup"));
-  append(t.header, agg_header("throughput_speedup"));
-  append(t.header, agg_header("time_to_target_s"));
-  append(t.header, agg_header("samples_per_s"));
+  for (const char* h : {"time_to_target_speedup", "throughput_speedup", "time_to_target_s", "samples_per_s",
+                        "train_time_to_target_speedup", "time_to_train_target_s"})
+    append(t.header, agg_header(h));
   append(t.header, {"baseline", "note"});
   for (const auto& g : groups) {
     auto row = config_cells(g);
-    append(row, agg_csv(g.tt_speedup));
-    append(row, agg_csv(g.tp_speedup));
-    append(row, agg_csv(g.time_to_target));
-    append(row, agg_csv(g.samples_per_s));
+    for (const Agg* a : {&g.tt_speedup, &g.tp_speedup, &g.time_to_target, &g.samples_per_s, &g.train_tt_speedup,
+                         &g.time_to_train_target})
+      append(row, agg_csv(*a));
     append(row, {join(g.baselines, ";"), g.speedup_note});
     t.rows.push_back(std::move(row));
   }
@@ -185,12 +183,13 @@ std::string speedup_md(const std::vector<ConfigGroup>& groups) {
   Table t;
   const ConfigColumns cols(groups);
   t.header = cols.header();
-  append(t.header, {"time-to-target speedup", "throughput speedup", "time to target (s)", "samples/s", "note"});
+  append(t.header, {"time-to-target speedup", "training-error time-to-target speedup", "throughput speedup",
+                    "time to target (s)", "samples/s", "note"});
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const ConfigGroup& g = groups[i];
     auto row = cols.cells(groups, i);
-    append(row, {agg_md(g.tt_speedup, false, 2), agg_md(g.tp_speedup, false, 2), agg_md(g.time_to_target, false, 1),
-                 agg_md(g.samples_per_s, false, 1), g.speedup_note});
+    append(row, {agg_md(g.tt_speedup, false, 2), agg_md(g.train_tt_speedup, false, 2), agg_md(g.tp_speedup, false, 2),
+                 agg_md(g.time_to_target, false, 1), agg_md(g.samples_per_s, false, 1), g.speedup_note});
     t.rows.push_back(std::move(row));
   }
   return to_markdown(t);
@@ -233,7 +232,7 @@ std::string staleness_md(const std::vector<ConfigGroup>& groups) {
       const double v = histogram_quantile(g.histogram, p);
       return std::isnan(v) ? std::string("–") : fmt::format("{}", v);
     };
-    t.rows.push_back({r.model, r.mode, r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
+    t.rows.push_back({r.model, std::string(to_text(r.mode)), r.protocol, std::to_string(r.learners), r.n, r.n_sync, r.lr_policy, r.batch,
                       std::to_string(total), std::isfinite(g.mean_tau) ? fmt::format("{:.2f}", g.mean_tau) : "–",
                       q(0.5), q(0.95), total > 0 ? std::to_string(max_tau) : "–"});
     if (cols.any) t.rows.back().insert(t.rows.back().begin() + 8, cols.other[i].empty() ? "–" : cols.other[i]);
@@ -261,15 +260,18 @@ constexpr const char* kDefinitions = R"(## Definitions
 - **Configuration**: runs whose `config` JSON is identical except for `seed`, `run_id`, `results_dir`
   and `threads` (the repetitions of one setting). `config` in the CSVs is a short hash of it.
 - **Mean and 95% interval** over the seeds of a configuration: mean ± t(0.975, k−1)·s/√k with s the
-  sample standard deviation of the k values (Student's t from a table for k−1 ≤ 30, 1.96 beyond).
+  sample standard deviation of the k values (Student's t quantile from Boost.Math).
   With one value the table says `n=1` and the CSV leaves the interval empty. Only completed runs give
   numbers; diverged and failed seeds are counted in the `diverged`/`failed` columns and named in the
   note. A cell whose runs all diverged reads `diverged` (all failed: `failed`), never a number.
 - **Speedup** of a run with L learners, per seed, against the 1-learner run of the same suite, model
   and seed (a completed one preferred, then the same protocol, then the most config fields in common):
-  time-to-target speedup T1/TL from `/summary/time_to_target_s` (empty when either run did not reach
-  the target), throughput speedup (samples/s of L)/(samples/s of 1). Empty with the note
-  `no 1-learner baseline` when the suite has none; `diverged`/`failed` when the run or its baseline did.
+  time-to-target speedup T1/TL from `/summary/time_to_target_s` (test error, at the evaluations; empty
+  when either run did not reach the target); training-error time-to-target speedup T1/TL from the first
+  update at which the smoothed training error (below) is at or below `/summary/target_error`, read once
+  400 minibatches have been trained (every update counts, so runs that reach the target between the
+  same two evaluations are told apart); throughput speedup (samples/s of L)/(samples/s of 1). Empty
+  with the note `no 1-learner baseline` when the suite has none; `diverged`/`failed` when the run or its baseline did.
 - **Gap to hardsync**: mean final test error of the configuration minus that of the hardsync
   configuration with the same model, mode and learner count (the one with the most config fields in
   common), in percentage points.

@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <deque>
 #include <numeric>
+#include <utility>
 
 #include <boost/math/distributions/students_t.hpp>
 
@@ -128,6 +130,31 @@ double smoothed_train_error_at(const std::vector<io::UpdateRecord>& updates, dou
     sum += w * it->train_error;
   }
   return weight > 0 ? sum / weight : kNaN;
+}
+
+double time_to_train_target(const std::vector<io::UpdateRecord>& updates, double target, double window,
+                            double per_gradient) {
+  if (!(std::isfinite(target) && target >= 0 && std::isfinite(window) && window > 0)) return kNaN;
+  std::deque<std::pair<double, double>> rows;  // (minibatches, error), oldest first
+  double weight = 0, sum = 0;
+  for (const auto& u : updates) {
+    if (u.gradients <= 0 || !std::isfinite(u.train_error)) continue;
+    const double w = static_cast<double>(u.gradients) * per_gradient;
+    rows.emplace_back(w, u.train_error);
+    weight += w;
+    sum += w * u.train_error;
+    while (weight - rows.front().first >= window) {  // the oldest row lies wholly outside the window
+      weight -= rows.front().first;
+      sum -= rows.front().first * rows.front().second;
+      rows.pop_front();
+    }
+    if (weight < window) continue;
+    // the oldest row counts only with its minibatches inside the window
+    const auto& [w0, e0] = rows.front();
+    const double inside = window - (weight - w0);
+    if ((sum - w0 * e0 + inside * e0) / window <= target) return u.wall_s;
+  }
+  return kNaN;
 }
 
 Periodic periodic_component(const std::vector<float>& errors, std::size_t p, double from) {

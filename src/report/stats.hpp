@@ -50,12 +50,22 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
 // `window` minibatches in all: the weighted mean over every row. NaN when no
 // row counts. per_gradient: minibatches in one gradient (nsync's n_sync: its
 // push is the change over n_sync minibatches and its train_error their mean).
-double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window = 400,
+inline constexpr double kSmoothingWindow = 400;  // minibatches, in every report figure
+double smoothed_train_error(const std::vector<io::UpdateRecord>& updates, double window = kSmoothingWindow,
                             double per_gradient = 1);
 // The same over the rows trained by time t (wall_s <= t): the smoothed error
 // a learning curve shows at t. NaN when no row is that early.
 double smoothed_train_error_at(const std::vector<io::UpdateRecord>& updates, double t, double window = 400,
                                double per_gradient = 1);
+// Time to target at the resolution of the training: the wall_s of the first
+// update row at which the training error smoothed over the last `window`
+// minibatches (as smoothed_train_error_at counts them) is at or below
+// `target`, read only once a whole window has been trained (so the first few
+// minibatches' noise cannot cross it). NaN when no row does, when the run has
+// fewer than `window` minibatches, or when target or window is not a positive
+// finite number.
+double time_to_train_target(const std::vector<io::UpdateRecord>& updates, double target, double window = 400,
+                            double per_gradient = 1);
 
 // The periodic component at period p of a sequence of minibatch errors made
 // of consecutive blocks of p (nsync's pushes: /minibatches/error): each

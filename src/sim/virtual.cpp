@@ -62,7 +62,7 @@ class VirtualRun {
 
   void start(const RunInfo& info) {
     s_.header(res_, info, cfg_.protocol, "none (virtual learners)");
-    res_.mode = "virtual";
+    res_.mode = RunMode::virtual_learners;
     io::CheckpointExpect want;
     want.n_params = P_;
     want.learners = L_;
@@ -106,7 +106,7 @@ class VirtualRun {
     }
   }
 
-  std::string train() {
+  RunStatus train() {
     const auto wall0 = Clock::now();
     // the real interval this process computed in (the figures are modelled, so
     // an overlap with other runs does not touch them; the report says so)
@@ -118,12 +118,12 @@ class VirtualRun {
       if (update) {
         if (core_.diverged()) {
           s_.warn_diverged(core_.clock(), core_.series().updates.back().train_loss);
-          return "diverged";
+          return RunStatus::diverged;
         }
         if (core_.done()) {  // the clock spread of the last update, as if it went on
           held_.push_back(l);
           release_held(false);
-          return "completed";
+          return RunStatus::completed;
         }
         if (s_.evals().due(core_.epoch())) evaluate_now();
       }
@@ -150,11 +150,11 @@ class VirtualRun {
         throw ps::Aborted(fmt::format("aborted after {} updates (test hook)", updates_here));
       if (s_.progress_due()) progress(wall0);
     }
-    return "completed";
+    return RunStatus::completed;
   }
 
-  void finish(const std::string& status) {
-    if (status == "completed") evaluate_now();
+  void finish(RunStatus status) {
+    if (status == RunStatus::completed) evaluate_now();
     res_.updates = core_.series().updates;
     res_.staleness_histogram = core_.series().staleness_histogram;
     res_.minibatch_error = minibatch_error_;

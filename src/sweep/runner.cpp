@@ -61,7 +61,7 @@ namespace {
 // when it needs more than one rank; asgd_micro for a micro suite.
 std::vector<std::string> train_command(const Suite& s, const Run& r, const std::string& config,
                                        const LocalOptions& opt, const SuitePaths& p) {
-  if (s.mode == "micro") return micro_command(s, opt.self, micro_output(r, p));
+  if (s.mode == SuiteMode::micro) return micro_command(s, opt.self, micro_output(r, p));
   std::vector<std::string> argv;
   if (r.ranks > 1) argv = {opt.mpiexec, "-n", std::to_string(r.ranks)};
   argv.insert(argv.end(), {opt.self, "train", "--config", config, "--progress-every", "30"});
@@ -157,8 +157,8 @@ RunState run_state(const Run& r, const SuitePaths& p) {
   if (fs::exists(result)) {
     try {
       const auto res = io::read_results(result.string());
-      if (res.status == "diverged") return RunState::diverged;
-      if (res.status == "failed") return RunState::failed;
+      if (res.status == RunStatus::diverged) return RunState::diverged;
+      if (res.status == RunStatus::failed) return RunState::failed;
       return RunState::done;
     } catch (const Error&) {
       return RunState::failed;

@@ -234,7 +234,7 @@ void submit_group(Submission& sub, const std::vector<const Run*>& group, int sha
   const int ranks = first.ranks;
   const int gpus = first.config.virtual_learners ? 0 : first.config.learners * sub.s.resources.gpus_per_learner;
   std::string script = array_head(sub, first, name, n, runs_file, gpus);
-  if (sub.s.mode == "micro") return submit_micro(sub, first, name, n, std::move(script));
+  if (sub.s.mode == SuiteMode::micro) return submit_micro(sub, first, name, n, std::move(script));
   // A requeued task re-runs the same command: asgd train resumes from its
   // checkpoint, and a finished run is skipped. --kill-on-bad-exit: a rank
   // that dies (a fatal signal ends it with exit 128 + signal) ends the step's
@@ -344,7 +344,7 @@ int submit(const Suite& s, const std::string& results_dir, const SubmitOptions& 
   // Measurement integrity: a timing suite (real runs) is run at most
   // `limit` tasks at a time; with 1, each array also waits for the one
   // before it, so no two runs of the suite ever share the node.
-  const bool timing = s.mode == "real";
+  const bool timing = s.mode == SuiteMode::real;
   sub.limit = !timing ? 0 : s.resources.max_parallel_tasks >= 0 ? s.resources.max_parallel_tasks
                                                                 : sub.site.max_parallel_tasks;
   sub.exclusive = sub.site.exclusive || s.resources.exclusive;

@@ -91,7 +91,7 @@ TrainConfig base_config(Parsed& p, const std::string& results_dir) {
   for (const auto& v : p.base_values) v.apply(base);
   base.suite = p.prefix;
   base.results_dir = results_dir;
-  base.virtual_learners = s.mode == "virtual";
+  base.virtual_learners = s.mode == SuiteMode::virtual_learners;
   if (p.servers_given) base.servers = s.resources.servers;
   else s.resources.servers = base.servers;
   if (p.target_error) base.target_error = *p.target_error;
@@ -110,7 +110,7 @@ Suite load_suite(const std::string& path, const std::string& results_dir) {
   read_resources(top, p, pr);
   read_base(top, p, pr);
   read_dims(top, p, pr);
-  if (p.suite.mode == "micro") {
+  if (p.suite.mode == SuiteMode::micro) {
     read_micro(top, p, pr);
     add_micro_run(p, results_dir, pr);
     if (!pr.empty()) fail(path, pr);

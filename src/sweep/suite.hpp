@@ -5,6 +5,7 @@
 // suites/README.md.
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.hpp"
@@ -31,9 +32,17 @@ struct Run {
   std::string shape;      // resource shape key, e.g. "ranks3-gpu0-01:00:00"
 };
 
+// What a suite's runs are: trainings timed by the wall clock, virtual
+// learners on the performance model, or the kernel micro-benchmarks. In a
+// suite file: `mode: real | virtual | micro`.
+enum class SuiteMode { real, virtual_learners, micro };
+constexpr std::string_view to_text(SuiteMode m) {
+  return m == SuiteMode::real ? "real" : m == SuiteMode::micro ? "micro" : "virtual";
+}
+
 struct Suite {
   std::string name, description, path;
-  std::string mode = "real";  // real | virtual | micro (the kernel micro-benchmarks)
+  SuiteMode mode = SuiteMode::real;
   std::string bench_filter;   // micro: --benchmark_filter (empty: all)
   int bench_repetitions = 1;  // micro: --benchmark_repetitions
   double target_error = 0.1;

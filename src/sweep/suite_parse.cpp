@@ -224,9 +224,10 @@ void read_header(const Top& top, Parsed& p, Problems& pr) {
   }
   if (top.has("mode")) {
     const auto& m = top.at("mode").value;
-    if (m.IsScalar() && (m.Scalar() == "real" || m.Scalar() == "virtual" || m.Scalar() == "micro"))
-      s.mode = m.Scalar();
-    else
+    bool known = false;
+    for (SuiteMode v : {SuiteMode::real, SuiteMode::virtual_learners, SuiteMode::micro})
+      if (m.IsScalar() && m.Scalar() == to_text(v)) s.mode = v, known = true;
+    if (!known)
       pr.add(top.value_line("mode"),
              fmt::format("mode: expected real, virtual or micro, got {}{}", describe(m),
                          m.IsScalar() ? did_you_mean(m.Scalar(), {"real", "virtual", "micro"}) : ""));

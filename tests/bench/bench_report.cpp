@@ -34,7 +34,7 @@ void write_runs(const fs::path& runs) {
     r.suite = "big";
     r.model = "lenet";
     r.protocol = protocol;
-    r.status = diverged ? "diverged" : "completed";
+    r.status = diverged ? asgd::RunStatus::diverged : asgd::RunStatus::completed;
     r.git_commit = "bench";
     r.host = "benchhost";
     r.config_json = nlohmann::json{{"model", "lenet"}, {"dataset", {{"kind", "synthetic"}}}, {"batch", 64},

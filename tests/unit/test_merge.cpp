@@ -145,7 +145,7 @@ TEST(Merge, VirtualRunsWithEachRuleCompleteDeterministicallyAndDiffer) {
     for (int rep = 0; rep < 2; ++rep) {
       c.run_id = rule + std::to_string(rep);
       const auto r = asgd::io::read_results(asgd::sim::train_virtual(c, {true, 2.0, 0}).paths.results);
-      ASSERT_EQ(r.status, "completed") << rule;
+      ASSERT_EQ(r.status, asgd::RunStatus::completed) << rule;
       ASSERT_FALSE(r.evals.empty());
       if (rep == 0) first = r.evals.back().test_loss;
       else EXPECT_EQ(first, r.evals.back().test_loss) << rule;

@@ -203,7 +203,7 @@ TEST_F(VirtualProtocols, SspClockSpreadNeverExceedsS) {
     TrainConfig c = base("ssp", "ssp" + std::to_string(s));
     c.staleness = s;
     const auto r = run(c);
-    ASSERT_EQ(r.status, "completed");
+    ASSERT_EQ(r.status, asgd::RunStatus::completed);
     std::int64_t most = 0;
     for (const auto& u : r.updates) most = std::max(most, u.clock_spread);
     EXPECT_LE(most, s) << "s = " << s;
@@ -266,7 +266,7 @@ TEST_F(VirtualProtocols, EasgdEvaluatesAndKeepsTheCentre) {
   EXPECT_TRUE(some_equal);
   EXPECT_TRUE(differ);
   const auto r = asgd::io::read_results(asgd::sim::train_virtual(c, {true, 2.0, 0}).paths.results);
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, asgd::RunStatus::completed);
   EXPECT_LT(r.summary.final_test_error, 0.75);  // chance is 0.75 with 4 classes
 }
 

@@ -142,8 +142,8 @@ RunResult make_run(const Spec& s) {
   r.suite = s.suite;
   r.model = s.model;
   r.protocol = s.protocol;
-  r.status = s.status;
-  r.mode = s.mode;
+  r.status = asgd::parse_run_status(s.status).value();
+  r.mode = asgd::parse_run_mode(s.mode).value();
   r.git_commit = "test";
   r.host = "testhost";
   json cfg = {{"model", s.model},
@@ -312,6 +312,51 @@ TEST(ReportStats, SmoothedTrainingErrorPerMinibatchAndAtATime) {
   // at t = 5.5: pushes 2..5 (three at 0.8, one at 0.2)
   EXPECT_NEAR(asgd::report::smoothed_train_error_at(u, 5.5, 400, 100), (3 * 0.8 + 0.2) / 4, 1e-15);
   EXPECT_TRUE(std::isnan(asgd::report::smoothed_train_error_at(u, -1, 400, 100)));
+}
+
+// Time to target at every update: the first row at which the 400-minibatch
+// window is full and its mean is at or below the target, never earlier.
+TEST(ReportStats, TimeToTrainTargetAtEveryUpdate) {
+  std::vector<asgd::io::UpdateRecord> u;
+  auto add = [&u](std::int64_t gradients, double err) {
+    asgd::io::UpdateRecord r;
+    r.gradients = gradients;
+    r.train_error = err;
+    r.wall_s = static_cast<double>(u.size());
+    u.push_back(r);
+  };
+  for (int i = 0; i < 100; ++i) add(4, 0.5);  // 400 minibatches at 0.5: rows 0..99
+  for (int i = 0; i < 100; ++i) add(4, 0.1);  // then at 0.1: rows 100..199
+  // the window's mean after row 100 + k is 0.5 - 0.4 * 4 (k + 1) / 400 = 0.5 - 0.004 (k + 1):
+  // at or below 0.301 from k + 1 >= 49.75, k = 49
+  EXPECT_DOUBLE_EQ(asgd::report::time_to_train_target(u, 0.301), 149);
+  EXPECT_DOUBLE_EQ(asgd::report::time_to_train_target(u, 0.5), 99);  // the first full window
+  EXPECT_DOUBLE_EQ(asgd::report::time_to_train_target(u, 0.1 + 1e-9), 199);
+  EXPECT_TRUE(std::isnan(asgd::report::time_to_train_target(u, 0.05)));
+  // a window that is not full is never read: one row below the target at the start does not count
+  std::vector<asgd::io::UpdateRecord> early = u;
+  early[0].train_error = 0;
+  EXPECT_DOUBLE_EQ(asgd::report::time_to_train_target(early, 0.301), 149);
+  // the row crossing the window's start counts with its minibatches inside: rows of 3 minibatches,
+  // the 134th row completes 402: its window holds 1 of the first row's 3 (at 0.9) and 399 at 0
+  std::vector<asgd::io::UpdateRecord> part;
+  for (int i = 0; i < 134; ++i) {
+    asgd::io::UpdateRecord r;
+    r.gradients = 3;
+    r.train_error = i == 0 ? 0.9 : 0;
+    r.wall_s = i;
+    part.push_back(r);
+  }
+  EXPECT_TRUE(std::isnan(asgd::report::time_to_train_target(part, 0.9 / 400 - 1e-12)));
+  EXPECT_DOUBLE_EQ(asgd::report::time_to_train_target(part, 0.9 / 400 + 1e-12), 133);
+  // per_gradient: pushes of one gradient of 100 minibatches fill the window in 4 pushes
+  std::vector<asgd::io::UpdateRecord> pushes(u.begin(), u.begin() + 4);
+  for (auto& p : pushes) p.gradients = 1;
+  EXPECT_DOUBLE_EQ(asgd::report::time_to_train_target(pushes, 0.5, 400, 100), 3);
+  EXPECT_TRUE(std::isnan(asgd::report::time_to_train_target(pushes, 0.5)));  // 4 minibatches: never full
+  EXPECT_TRUE(std::isnan(asgd::report::time_to_train_target(u, std::nan(""))));
+  EXPECT_TRUE(std::isnan(asgd::report::time_to_train_target(u, 0.3, 0)));
+  EXPECT_TRUE(std::isnan(asgd::report::time_to_train_target({}, 0.3)));
 }
 
 // The periodic component at period p: a cosine of amplitude A on top of a
@@ -506,6 +551,53 @@ TEST(Report, BaselineDivergedAndMixedSeeds) {
   ASSERT_EQ(c3.size(), 1u);
   EXPECT_EQ(c3[0]["final_test_error_mean"], "0.3");
   EXPECT_EQ(c3[0]["final_test_error_n"], "1");
+}
+
+// Two seeds of L = 1 and L = 2 whose test error reaches the target at the
+// same evaluation: the evaluations' speedup is 1 for both, the training
+// error's at every update tells them apart (4 and 2), and a run whose
+// smoothed training error never reaches the target leaves the cell blank.
+TEST(Report, TrainingErrorTimeToTargetAtEveryUpdate) {
+  TempDir tmp("train-target");
+  const fs::path runs = tmp.path() / "t" / "runs";
+  fs::create_directories(runs);
+  auto run = [&](const std::string& id, int learners, std::uint64_t seed, double dt, double late_error) {
+    RunResult r = make_run(Spec{.run_id = id, .learners = learners, .seed = seed, .time_to_target_s = 10});
+    r.updates.clear();
+    for (int i = 0; i < 800; ++i)  // 400 minibatches at 0.5, then 400 at late_error
+      r.updates.push_back({i + 1, dt * i, 1, 0, 0.01, 1, i < 400 ? 0.5 : late_error, 64});
+    r.summary.target_error = 0.3005;
+    asgd::io::write_results((runs / (id + ".h5")).string(), r);
+  };
+  // the smoothed error after row 400 + k is 0.5 - 0.001 (k + 1) (0.1 late): at or below the
+  // target from k = 199, row 599
+  run("L1-s1", 1, 1, 1.0, 0.1);
+  run("L1-s2", 1, 2, 1.0, 0.1);
+  run("L2-s1", 2, 1, 0.25, 0.1);
+  run("L2-s2", 2, 2, 0.5, 0.1);
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = (tmp.path() / "t").string();
+  opt.quiet = true;
+  EXPECT_EQ(asgd::report::write_report(opt), 4);
+  const auto speedup = read_csv(tmp.path() / "t" / "report" / "speedup.csv");
+  auto l2 = where(speedup, {{"learners", "2"}});
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_EQ(l2[0]["time_to_target_speedup_mean"], "1");
+  EXPECT_NEAR(as_double(l2[0]["train_time_to_target_speedup_mean"]), 3, 1e-12);  // seeds: 4 and 2
+  EXPECT_EQ(l2[0]["train_time_to_target_speedup_n"], "2");
+  EXPECT_NEAR(as_double(l2[0]["time_to_train_target_s_mean"]), (599 * 0.25 + 599 * 0.5) / 2, 1e-9);
+  auto l1 = where(speedup, {{"learners", "1"}});
+  ASSERT_EQ(l1.size(), 1u);
+  EXPECT_NEAR(as_double(l1[0]["time_to_train_target_s_mean"]), 599, 1e-9);
+  const std::string md = read_text(tmp.path() / "t" / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "training-error time-to-target speedup")) << md;
+
+  run("L2-s2", 2, 2, 0.5, 0.4);  // never at or below the target: that seed's cell is blank, the other counts
+  EXPECT_EQ(asgd::report::write_report(opt), 4);
+  l2 = where(read_csv(tmp.path() / "t" / "report" / "speedup.csv"), {{"learners", "2"}});
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_EQ(l2[0]["train_time_to_target_speedup_mean"], "4");
+  EXPECT_EQ(l2[0]["train_time_to_target_speedup_n"], "1");
 }
 
 // Configurations that differ only in a field beyond the tables' columns (a

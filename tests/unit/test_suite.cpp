@@ -337,7 +337,7 @@ resources:
   gpus_per_learner: 1
   time_limit: "1-02:00:00"
 )");
-  EXPECT_EQ(s.mode, "virtual");
+  EXPECT_EQ(s.mode, asgd::sweep::SuiteMode::virtual_learners);
   EXPECT_DOUBLE_EQ(s.target_error, 0.25);
   EXPECT_EQ(s.resources.servers, 2);
   ASSERT_EQ(s.runs.size(), 2u);

@@ -64,7 +64,7 @@ TEST_F(Trainer, WritesACompleteResultsFile) {
   const auto out = train_single(small(), quiet_);
   ASSERT_FALSE(out.skipped);
   const auto r = asgd::io::read_results(out.paths.results);
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, asgd::RunStatus::completed);
   EXPECT_EQ(r.updates.size(), 64u);  // 2 epochs x 512 / 16
   EXPECT_EQ(r.updates.back().clock, 64);
   EXPECT_EQ(r.evals.size(), 2u);
@@ -112,7 +112,7 @@ TEST_F(Trainer, DivergenceIsAResultNotACrash) {
   c.momentum = 0.99;
   const auto out = train_single(c, quiet_);
   const auto r = asgd::io::read_results(out.paths.results);
-  EXPECT_EQ(r.status, "diverged");
+  EXPECT_EQ(r.status, asgd::RunStatus::diverged);
   EXPECT_LT(r.updates.size(), 64u);
 }
 
