@@ -259,7 +259,13 @@ def case_one_learner_rule(tmp):
     """One MPI learner against the single-learner trainer with the same batch:
     softsync (c = 1, tau = 0) under every rate policy is the same update, bit
     for bit; nsync (4 local steps, the server adds local minus fetched) within
-    EQUIVALENCE_ULPS (w_fetched + (w_local - w_fetched) rounds once a push)."""
+    EQUIVALENCE_ULPS (w_fetched + (w_local - w_fetched) rounds once a push) on
+    at least 2 of 3 seeds. lenet's max-pooling picks one of two equal inputs,
+    so a rounding difference can flip which one and the two runs part by a
+    whole step from there (seen once: 130 ulps on one seed of the OpenMP build
+    on an AMD EPYC, the other seeds 1 ulp or less); a fault in the server's
+    arithmetic moves every seed (adding 1 + 1e-5 times the change: 9,785 to
+    51,515 ulps on the three)."""
     single("--model", "lenet", "--batch", "16", "--run-id", "one", results=tmp)
     a = weights(tmp, "one")
     for policy in ("constant", "staleness", "mean-staleness"):
@@ -272,13 +278,20 @@ def case_one_learner_rule(tmp):
         check_invariants(r, 1, 1, 16, "softsync")
         check((r["hist"] == [len(r["clock"])]).all(), f"one learner: tau always 0: {list(r['hist'])}")
         print(f"softsync L=1 {policy}: bit-identical to one learner ({len(b)} weights)")
-    run(2, "--model", "lenet", "--batch", "16", "--learners", "1", "--protocol", "nsync",
-        "--n-sync", "4", "--run-id", "ns", results=tmp)
-    b = weights(tmp, "ns")
-    ulps = max_ulps(a, b)
-    print(f"nsync L=1 n_sync=4: max |difference| to one learner {np.abs(a - b).max():.2e} = {ulps:g} ulp")
-    check(ulps <= EQUIVALENCE_ULPS, f"nsync L=1: {ulps:g} ulps of max |w| from one learner")
-    check_invariants(result(tmp, "ns"), 1, 1, 4 * 16, "nsync")
+    seeds = []
+    for seed in (1, 2, 3):
+        if seed > 1:
+            single("--model", "lenet", "--batch", "16", "--seed", str(seed), "--run-id", f"one-s{seed}", results=tmp)
+        run(2, "--model", "lenet", "--batch", "16", "--seed", str(seed), "--learners", "1", "--protocol", "nsync",
+            "--n-sync", "4", "--run-id", f"ns-s{seed}", results=tmp)
+        ulps = max_ulps(weights(tmp, "one" if seed == 1 else f"one-s{seed}"), weights(tmp, f"ns-s{seed}"))
+        seeds.append(ulps)
+        check_invariants(result(tmp, f"ns-s{seed}"), 1, 1, 4 * 16, "nsync")
+    print(f"nsync L=1 n_sync=4: max |difference| to one learner, seeds 1-3: "
+          f"{', '.join(f'{u:g}' for u in seeds)} ulp of max |w|")
+    check(sum(u <= EQUIVALENCE_ULPS for u in seeds) >= 2,
+          f"nsync L=1: {', '.join(f'{u:g}' for u in seeds)} ulps of max |w| from one learner "
+          f"(seeds 1-3; want at least 2 within {EQUIVALENCE_ULPS})")
 
 
 def case_hardsync_invariants(tmp):
