@@ -24,6 +24,7 @@ nblocks() { grep -c '^<!-- measure:' "$1"; }
 before=$(nblocks "$page")
 intel=$(blk machine@intel-xeon "$page")
 [[ -n $intel ]] || fail "the page has no machine@intel-xeon block"
+last=$(grep -o '^<!-- /measure:machine@[a-z0-9-]* -->$' "$page" | tail -1 | sed 's/^<!-- \/measure://; s/ -->$//')
 # A CPU the page has no block for: a block is added after the section's others.
 "$py" "$src/tools/measure.py" --page "$page" --only machine --tag test-cpu --build "$build" --work "$work/w" 2>"$work/err" ||
   { cat "$work/err"; fail "the machine section did not run"; }
@@ -33,8 +34,8 @@ grep -qE '^Measured with `<build>/asgd info` \([0-9]+ s\) on .+, BLAS kernel .+,
 grep -q '^asgd-bench ' <<<"$block" || fail "the machine block lacks asgd info's output"
 [[ $(nblocks "$page") == $((before + 1)) ]] || fail "a new CPU's run did not add exactly one block"
 [[ $(blk machine@intel-xeon "$page") == "$intel" ]] || fail "another CPU's block changed"
-grep -A1 '^<!-- /measure:machine@intel-xeon -->$' "$page" | grep -q '^<!-- measure:machine@test-cpu -->$' ||
-  fail "the new block is not right after the section's other block"
+grep -A1 "^<!-- /measure:$last -->\$" "$page" | grep -q '^<!-- measure:machine@test-cpu -->$' ||
+  fail "the new block is not right after the section's last block ($last)"
 outside "$page" | cmp -s - "$work/outside.before" || fail "text outside the blocks changed"
 # The same CPU again: its block is replaced, none added.
 "$py" "$src/tools/measure.py" --page "$page" --only machine --tag test-cpu --build "$build" --work "$work/w" 2>"$work/err" ||
