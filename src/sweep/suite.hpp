@@ -4,6 +4,7 @@
 // expanded into runs with stable ids. The format is documented in
 // suites/README.md.
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,11 @@ struct Run {
 enum class SuiteMode { real, virtual_learners, micro };
 constexpr std::string_view to_text(SuiteMode m) {
   return m == SuiteMode::real ? "real" : m == SuiteMode::micro ? "micro" : "virtual";
+}
+constexpr std::optional<SuiteMode> parse_suite_mode(std::string_view s) {
+  for (SuiteMode v : {SuiteMode::real, SuiteMode::virtual_learners, SuiteMode::micro})
+    if (s == to_text(v)) return v;
+  return std::nullopt;
 }
 
 struct Suite {

@@ -224,10 +224,10 @@ void read_header(const Top& top, Parsed& p, Problems& pr) {
   }
   if (top.has("mode")) {
     const auto& m = top.at("mode").value;
-    bool known = false;
-    for (SuiteMode v : {SuiteMode::real, SuiteMode::virtual_learners, SuiteMode::micro})
-      if (m.IsScalar() && m.Scalar() == to_text(v)) s.mode = v, known = true;
-    if (!known)
+    const auto mode = m.IsScalar() ? parse_suite_mode(m.Scalar()) : std::nullopt;
+    if (mode)
+      s.mode = *mode;
+    else
       pr.add(top.value_line("mode"),
              fmt::format("mode: expected real, virtual or micro, got {}{}", describe(m),
                          m.IsScalar() ? did_you_mean(m.Scalar(), {"real", "virtual", "micro"}) : ""));
