@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Source size limits of the layout (docs/ARCHITECTURE.md): no source file in
 src/ above --max-file lines (default 450) and no function above --max-function
-lines (default 80), counted from the line of its opening brace to its closing
+lines (default 60), counted from the line of its opening brace to its closing
 one. Functions are found by brace matching on code with comments, strings and
 character literals blanked: a brace block that follows a parameter list ")"
 (optionally with const/override/noexcept/-> type/initialiser list) and is not
@@ -87,7 +87,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
     ap.add_argument("--max-file", type=int, default=450)
-    ap.add_argument("--max-function", type=int, default=80)
+    ap.add_argument("--max-function", type=int, default=60)
     a = ap.parse_args()
     bad = 0
     for d, _, files in os.walk(a.root):

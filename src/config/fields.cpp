@@ -74,20 +74,31 @@ void unless_chosen(const char* name, const C& c, Problems& p) {
     if (std::string(name) == e.name) e.check(protocol_options(c), p);
 }
 
-// An option of protocol `owner` is refused under another protocol.
-void owned_by(const char* owner, const char* flag, bool set, const C& c, Problems& p) {
-  if (set && c.protocol != owner)
-    p.push_back(fmt::format("{} is an option of protocol {}, not of {}", flag, owner, shorten(c.protocol)));
+// An option that only some registered types read (their entries name its
+// key) is refused under any other: a protocol's under another protocol, a
+// merge rule's under another merge rule. Its domain is checked all the same,
+// where the entry says how (a given value is checked whatever it is).
+template <class T>
+void read_by(const std::vector<protocol::Entry<T>>& entries, const C& c, const std::string& chosen,
+             const char* what, const char* chosen_prefix, const char* key, const char* flag, bool set, Problems& p) {
+  if (!set) return;
+  const auto owners = protocol::readers_of(entries, key);
+  std::vector<std::string> names;
+  for (const auto* e : owners) names.emplace_back(e->name);
+  if (std::find(names.begin(), names.end(), chosen) != names.end()) return;
+  if (!owners.empty())
+    for (const auto& r : owners.front()->reads)
+      if (r.key == key && r.check) r.check(protocol_options(c), p);
+  p.push_back(fmt::format("{} is an option of {} {}, not of {}{}", flag, what, fmt::join(names, " or "),
+                          chosen_prefix, shorten(chosen)));
 }
 
-// An option of the server-sgd (and, for the rate, adagrad) merge rules only.
-void merge_option(Problems& p, const char* flag, bool set, const C& c, bool adagrad_too) {
-  if (!set) return;
-  const std::string m = merge_rule(c);
-  const bool ok = m == "server-sgd" || (adagrad_too && m == "adagrad");
-  if (!ok)
-    p.push_back(fmt::format("{} is an option of merge {}, not of merge {}", flag,
-                            adagrad_too ? "server-sgd or adagrad" : "server-sgd", shorten(m)));
+void owned_by(const char* key, const char* flag, bool set, const C& c, Problems& p) {
+  read_by(protocol::protocols(), c, c.protocol, "protocol", "", key, flag, set, p);
+}
+
+void merge_option(const char* key, const char* flag, bool set, const C& c, Problems& p) {
+  read_by(protocol::merge_rules(), c, merge_rule(c), "merge", "merge ", key, flag, set, p);
 }
 
 }  // namespace
@@ -238,7 +249,7 @@ std::vector<Field<C>> placement_fields() {
   };
 }
 
-// Learners, servers, the protocol, its options and the warm start.
+// Learners, servers, the protocol and its learner counts.
 std::vector<Field<C>> parallel_fields() {
   return {
       {.key = "learners", .member = &C::learners, .option = {"--learners", "Learner ranks (lambda)"},
@@ -255,21 +266,27 @@ std::vector<Field<C>> parallel_fields() {
       {.key = "n_sync", .member = &C::n_sync, .option = {"--n-sync", "Local steps between pushes for nsync"},
        .suite = {.token = "nsync"},
        .check = [](const C& c, Problems& p) { unless_chosen("nsync", c, p); }, .range = depends(">= 1")},
+  };
+}
+
+// The options of registered protocols, rate policies and merge rules, and the warm start.
+std::vector<Field<C>> protocol_option_fields() {
+  return {
       {.key = "staleness", .member = &C::staleness,
        .option = {"--staleness", "ssp: clocks a learner may run ahead of the slowest (default 3)"},
-       .suite = {.check_alone = false, .token = "st"}, .check = [](const C& c, Problems& p) { owned_by("ssp", "--staleness", c.staleness.has_value(), c, p); },
+       .suite = {.check_alone = false, .token = "st"}, .check = [](const C& c, Problems& p) { owned_by("staleness", "--staleness", c.staleness.has_value(), c, p); },
        .only_if_changed = true, .range = depends("in 0..1000000")},
       {.key = "tau", .member = &C::tau,
        .option = {"--tau", "easgd: local steps between elastic exchanges (default 10)"},
-       .suite = {.check_alone = false, .token = "tau"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--tau", c.tau.has_value(), c, p); },
+       .suite = {.check_alone = false, .token = "tau"}, .check = [](const C& c, Problems& p) { owned_by("tau", "--tau", c.tau.has_value(), c, p); },
        .only_if_changed = true, .range = depends("in 1..1000000")},
       {.key = "alpha", .member = &C::alpha,
        .option = {"--alpha", "easgd: elastic moving rate in (0, 1) (default 0.9 / learners)"},
-       .suite = {.check_alone = false, .token = "alpha"}, .check = [](const C& c, Problems& p) { owned_by("easgd", "--alpha", c.alpha.has_value(), c, p); },
+       .suite = {.check_alone = false, .token = "alpha"}, .check = [](const C& c, Problems& p) { owned_by("alpha", "--alpha", c.alpha.has_value(), c, p); },
        .only_if_changed = true, .range = depends("in (0, 1)")},
       {.key = "lambda_dc", .member = &C::lambda_dc,
        .option = {"--lambda-dc", "dcasgd: delay-compensation strength >= 0 (default 0.04)"},
-       .suite = {.check_alone = false, .token = "ldc"}, .check = [](const C& c, Problems& p) { owned_by("dcasgd", "--lambda-dc", c.lambda_dc.has_value(), c, p); },
+       .suite = {.check_alone = false, .token = "ldc"}, .check = [](const C& c, Problems& p) { owned_by("lambda_dc", "--lambda-dc", c.lambda_dc.has_value(), c, p); },
        .only_if_changed = true, .range = depends("in [0, 1e6]")},
       {.key = "lr_policy", .member = &C::lr_policy, .option = {"--lr-policy", "constant, staleness or mean-staleness"},
        .suite = {.token = ""},
@@ -281,18 +298,18 @@ std::vector<Field<C>> parallel_fields() {
        .suite = {.check_alone = false, .token = "merge"},
        .check = [](const C& c, Problems& p) {
          registered(p, "merge rule", merge_rule(c), protocol::merge_rules(), c);
-         owned_by("nsync", "--merge", c.merge.has_value(), c, p);
+         owned_by("merge", "--merge", c.merge.has_value(), c, p);
        },
        .only_if_changed = true},
       {.key = "server_lr", .member = &C::server_lr,
        .option = {"--server-lr", "nsync with merge server-sgd or adagrad: the server's rate (default lr)"},
        .suite = {.check_alone = false, .token = "slr"},
-       .check = [](const C& c, Problems& p) { merge_option(p, "--server-lr", c.server_lr.has_value(), c, true); },
+       .check = [](const C& c, Problems& p) { merge_option("server_lr", "--server-lr", c.server_lr.has_value(), c, p); },
        .only_if_changed = true, .range = depends("in (0, 1e6)")},
       {.key = "server_momentum", .member = &C::server_momentum,
        .option = {"--server-momentum", "nsync with merge server-sgd: the server's momentum (default --momentum)"},
        .suite = {.check_alone = false, .token = "smom"},
-       .check = [](const C& c, Problems& p) { merge_option(p, "--server-momentum", c.server_momentum.has_value(), c, false); },
+       .check = [](const C& c, Problems& p) { merge_option("server_momentum", "--server-momentum", c.server_momentum.has_value(), c, p); },
        .only_if_changed = true, .range = depends("in [0, 1)")},
       {.key = "warm_start", .member = &C::warm_start,
        .option = {"--warm-start", "Initial weights from this checkpoint (1 shard, same model)"},
@@ -353,7 +370,8 @@ std::vector<Field<C>> virtual_fields() {
 const std::vector<Field<C>>& fields() {
   static const std::vector<Field<C>> table = [] {
     std::vector<Field<C>> all;
-    for (auto part : {model_fields, schedule_fields, placement_fields, parallel_fields, virtual_fields})
+    for (auto part : {model_fields, schedule_fields, placement_fields, parallel_fields, protocol_option_fields,
+                      virtual_fields})
       for (auto& f : part()) all.push_back(std::move(f));
     return all;
   }();

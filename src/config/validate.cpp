@@ -118,6 +118,8 @@ protocol::Options protocol_options(const TrainConfig& c) {
   o.protocol = c.protocol;
   o.lr_policy = c.lr_policy;
   o.merge = c.merge;
+  o.lr = c.lr;
+  o.momentum = c.momentum;
   o.learners = c.learners;
   o.servers = c.servers;
   o.softsync_n = c.softsync_n;

@@ -230,31 +230,79 @@ void Net::Impl::allocate_step_buffers(index_t widest) {
   host_wrong.resize(static_cast<std::size_t>(max_batch));
 }
 
+// Convolution: the weights transposed to KRSC, cuDNN's forward, the bias.
+void Net::Impl::conv_forward(GpuLayer& L, index_t n, const float* in, float* out) {
+  const LayerSpec& s = L.s;
+  const ConvAlgos& a = conv_algos(L, n);
+  const int K = to_int(L.k_len(), "K"), F = to_int(s.units, "F");
+  check(cublasSgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, K, F, &kOne, w(L), F, &kZero, L.wt.get(),
+                    K, L.wt.get(), K),
+        "cublasSgeam (weights to KRSC)");
+  check(cudnnConvolutionForward(dnn, &kOne, L.xd, in, L.fd, L.wt.get(), L.cd, a.fwd,
+                                workspace.get(), workspace.size(), &kZero, L.yd, out),
+        "cudnnConvolutionForward");
+  check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.rows_d, out), "cudnnAddTensor (bias)");
+}
+
+// Dense: y^T = W x^T by cuBLAS, the bias.
+void Net::Impl::dense_forward(GpuLayer& L, index_t n, const float* in, float* out) {
+  const LayerSpec& s = L.s;
+  const int M = to_int(s.units, "M"), K = to_int(s.in.size(), "K"), N = to_int(n, "batch");
+  // y^T (M x N) = W (M x K, stored as K x M) * x^T (K x N)
+  check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &kOne, w(L), K, in, K, &kZero,
+                    out, M),
+        "cublasSgemm (dense forward)");
+  check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.yd, out), "cudnnAddTensor (bias)");
+}
+
+// Convolution: the bias and filter gradients (the filter's back to [K, F],
+// accumulated), the input gradient when dx is wanted.
+void Net::Impl::conv_backward(GpuLayer& L, index_t n, const float* in, const float* dy, float* dx) {
+  const LayerSpec& s = L.s;
+  const ConvAlgos& a = conv_algos(L, n);
+  const int K = to_int(L.k_len(), "K"), F = to_int(s.units, "F");
+  check(cudnnConvolutionBackwardBias(dnn, &kOne, L.rows_d, dy, &kOne, L.bias_d, db(L)),
+        "cudnnConvolutionBackwardBias");
+  check(cudnnConvolutionBackwardFilter(dnn, &kOne, L.xd, in, L.yd, dy, L.cd, a.bwd_filter,
+                                       workspace.get(), workspace.size(), &kZero, L.fd,
+                                       L.dwt.get()),
+        "cudnnConvolutionBackwardFilter");
+  check(cublasSgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, F, K, &kOne, L.dwt.get(), K, &kOne, dw(L),
+                    F, dw(L), F),
+        "cublasSgeam (weight gradient to [K, F])");
+  if (dx != nullptr)
+    check(cudnnConvolutionBackwardData(dnn, &kOne, L.fd, L.wt.get(), L.yd, dy, L.cd, a.bwd_data,
+                                       workspace.get(), workspace.size(), &kZero, L.xd, dx),
+          "cudnnConvolutionBackwardData");
+}
+
+// Dense: the weight and bias gradients (accumulated), the input gradient when dx is wanted.
+void Net::Impl::dense_backward(GpuLayer& L, index_t n, const float* in, const float* dy, float* dx) {
+  const LayerSpec& s = L.s;
+  const int M = to_int(s.units, "M"), K = to_int(s.in.size(), "K"), N = to_int(n, "batch");
+  // dW^T (K x M, the [M, K] buffer) += x^T (K x N) * dy (N x M, stored as M x N)
+  check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, K, M, N, &kOne, in, K, dy, M, &kOne,
+                    dw(L), K),
+        "cublasSgemm (dense weight gradient)");
+  check(cudnnConvolutionBackwardBias(dnn, &kOne, L.yd, dy, &kOne, L.bias_d, db(L)),
+        "cudnnConvolutionBackwardBias (dense)");
+  if (dx != nullptr)
+    // dx^T (K x N) = W^T (K x M, stored so) * dy^T (M x N)
+    check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, K, N, M, &kOne, w(L), K, dy, M, &kZero,
+                      dx, K),
+          "cublasSgemm (dense input gradient)");
+}
+
 void Net::Impl::forward(GpuLayer& L, index_t n, const float* in, float* out, bool train, std::uint64_t seed) {
   const LayerSpec& s = L.s;
   describe(L, n);
   switch (L.mode) {
-    case Mode::conv: {
-      const ConvAlgos& a = conv_algos(L, n);
-      const int K = to_int(L.k_len(), "K"), F = to_int(s.units, "F");
-      check(cublasSgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, K, F, &kOne, w(L), F, &kZero, L.wt.get(),
-                        K, L.wt.get(), K),
-            "cublasSgeam (weights to KRSC)");
-      check(cudnnConvolutionForward(dnn, &kOne, L.xd, in, L.fd, L.wt.get(), L.cd, a.fwd,
-                                    workspace.get(), workspace.size(), &kZero, L.yd, out),
-            "cudnnConvolutionForward");
-      check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.rows_d, out), "cudnnAddTensor (bias)");
+    case Mode::conv:
+      conv_forward(L, n, in, out);
       break;
-    }
-    case Mode::dense: {
-      const int M = to_int(s.units, "M"), K = to_int(s.in.size(), "K"), N = to_int(n, "batch");
-      // y^T (M x N) = W (M x K, stored as K x M) * x^T (K x N)
-      check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &kOne, w(L), K, in, K, &kZero,
-                        out, M),
-            "cublasSgemm (dense forward)");
-      check(cudnnAddTensor(dnn, &kOne, L.bias_d, b(L), &kOne, L.yd, out), "cudnnAddTensor (bias)");
+    case Mode::dense:
+      dense_forward(L, n, in, out);
       break;
-    }
     case Mode::pool_cudnn:
       check(cudnnPoolingForward(dnn, L.pd, &kOne, L.xd, in, &kZero, L.yd, out), "cudnnPoolingForward");
       break;
@@ -296,39 +344,12 @@ void Net::Impl::backward(GpuLayer& L, index_t n, const float* in, const float* o
   const LayerSpec& s = L.s;
   describe(L, n);
   switch (L.mode) {
-    case Mode::conv: {
-      const ConvAlgos& a = conv_algos(L, n);
-      const int K = to_int(L.k_len(), "K"), F = to_int(s.units, "F");
-      check(cudnnConvolutionBackwardBias(dnn, &kOne, L.rows_d, dy, &kOne, L.bias_d, db(L)),
-            "cudnnConvolutionBackwardBias");
-      check(cudnnConvolutionBackwardFilter(dnn, &kOne, L.xd, in, L.yd, dy, L.cd, a.bwd_filter,
-                                           workspace.get(), workspace.size(), &kZero, L.fd,
-                                           L.dwt.get()),
-            "cudnnConvolutionBackwardFilter");
-      check(cublasSgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, F, K, &kOne, L.dwt.get(), K, &kOne, dw(L),
-                        F, dw(L), F),
-            "cublasSgeam (weight gradient to [K, F])");
-      if (dx != nullptr)
-        check(cudnnConvolutionBackwardData(dnn, &kOne, L.fd, L.wt.get(), L.yd, dy, L.cd, a.bwd_data,
-                                           workspace.get(), workspace.size(), &kZero, L.xd, dx),
-              "cudnnConvolutionBackwardData");
+    case Mode::conv:
+      conv_backward(L, n, in, dy, dx);
       break;
-    }
-    case Mode::dense: {
-      const int M = to_int(s.units, "M"), K = to_int(s.in.size(), "K"), N = to_int(n, "batch");
-      // dW^T (K x M, the [M, K] buffer) += x^T (K x N) * dy (N x M, stored as M x N)
-      check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, K, M, N, &kOne, in, K, dy, M, &kOne,
-                        dw(L), K),
-            "cublasSgemm (dense weight gradient)");
-      check(cudnnConvolutionBackwardBias(dnn, &kOne, L.yd, dy, &kOne, L.bias_d, db(L)),
-            "cudnnConvolutionBackwardBias (dense)");
-      if (dx != nullptr)
-        // dx^T (K x N) = W^T (K x M, stored so) * dy^T (M x N)
-        check(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, K, N, M, &kOne, w(L), K, dy, M, &kZero,
-                          dx, K),
-              "cublasSgemm (dense input gradient)");
+    case Mode::dense:
+      dense_backward(L, n, in, dy, dx);
       break;
-    }
     case Mode::pool_cudnn:
       if (dx != nullptr)
         check(cudnnPoolingBackward(dnn, L.pd, &kOne, L.yd, out, L.yd, dy, L.xd, in, &kZero, L.xd, dx),

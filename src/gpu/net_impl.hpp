@@ -92,6 +92,10 @@ struct Net::Impl {
   void forward(GpuLayer& L, index_t n, const float* in, float* out, bool train, std::uint64_t seed);
   // dx == nullptr: no input gradient wanted.
   void backward(GpuLayer& L, index_t n, const float* in, const float* out, const float* dy, float* dx);
+  void conv_forward(GpuLayer& L, index_t n, const float* in, float* out);
+  void dense_forward(GpuLayer& L, index_t n, const float* in, float* out);
+  void conv_backward(GpuLayer& L, index_t n, const float* in, const float* dy, float* dx);
+  void dense_backward(GpuLayer& L, index_t n, const float* in, const float* dy, float* dx);
 
  private:
   // layers.cpp

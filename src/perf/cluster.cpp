@@ -147,23 +147,12 @@ void Cluster::handle(const Tag& tag) {
     case Kind::apply_injected:
       applied(k);
       return;
-    case Kind::reply_injected: {
-      Shard& s = shards_[static_cast<std::size_t>(k)];
-      if (spec_.duplex) {
-        transfer(s.reply_to[s.next_reply++], k, bytes(k), Tag{Kind::reply, l, k}, false);
-        return;
-      }
-      for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k}, false);
+    case Kind::reply_injected:
+      send_replies(k, l);
       return;
-    }
-    case Kind::reply: {
-      reply_arrived(l);
-      if (spec_.duplex) return;  // the shard went on when its send was done (reply_sent)
-      if (--shards_[static_cast<std::size_t>(k)].replies_left > 0) return;
-      // the learners' copies are done: the shard notices their pull-done messages at a poll
-      at_poll(now_ - shards_[static_cast<std::size_t>(k)].replied_at, Tag{Kind::shard_released, -1, k});
+    case Kind::reply:
+      reply_received(k, l);
       return;
-    }
     case Kind::shard_released:
       serve(k);
       return;
@@ -180,6 +169,26 @@ void Cluster::handle(const Tag& tag) {
         send_reply(k);
       return;
   }
+}
+
+// Shard k's replies leave: one at a time over a duplex link, else all at once.
+void Cluster::send_replies(int k, int l) {
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  if (spec_.duplex) {
+    transfer(s.reply_to[s.next_reply++], k, bytes(k), Tag{Kind::reply, l, k}, false);
+    return;
+  }
+  for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k}, false);
+}
+
+// Learner l has shard k's reply. Over a duplex link the shard went on when
+// its send was done (reply_sent); otherwise, once every learner's copy is
+// done, the shard notices their pull-done messages at a poll.
+void Cluster::reply_received(int k, int l) {
+  reply_arrived(l);
+  if (spec_.duplex) return;
+  if (--shards_[static_cast<std::size_t>(k)].replies_left > 0) return;
+  at_poll(now_ - shards_[static_cast<std::size_t>(k)].replied_at, Tag{Kind::shard_released, -1, k});
 }
 
 // A message's latency has passed: its bytes start to flow.

@@ -153,6 +153,8 @@ class Cluster {
   int activity(double left, double max_rate, int res0, int res1, Tag tag);
   void transfer(int learner, int shard, double bytes, Tag then, bool to_shard);
   void send_reply(int k);
+  void send_replies(int k, int l);
+  void reply_received(int k, int l);
   void rates();
   void advance(double t);
   void handle(const Tag& tag);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "protocol/protocols.hpp"
+#include "protocol/views.hpp"
 
 namespace asgd::protocol {
 namespace {
@@ -21,6 +22,19 @@ class Dcasgd final : public Protocol {
   const char* name() const override { return "dcasgd"; }
   int gradients_per_update() const override { return 1; }
   double delay_compensation() const override { return lambda_; }
+  // out = g + lambda g*g*(w - w_sent), elementwise (Zheng et al. 2017, eq. 10
+  // with the constant lambda): the delayed gradient moved to the current
+  // weights by the first-order term with the diagonal g*g for the Hessian.
+  bool compensate(Vec out, CVec g, CVec w, CVec w_sent) const override {
+    const auto lambda = static_cast<real_t>(lambda_);
+    const auto ov = view(out);
+    const auto gv = view(g), wv = view(w), sent = view(w_sent);
+    for_each("asgd::server::dc_compensate", out.size, KOKKOS_LAMBDA(index_t i) {
+      const real_t gi = gv(i);
+      ov(i) = gi + lambda * gi * gi * (wv(i) - sent(i));
+    });
+    return true;
+  }
   std::string describe() const override { return fmt::format(" lambda={:g}", lambda_); }
 
  private:
@@ -37,7 +51,7 @@ void check_dcasgd(const Options& c, std::vector<std::string>& problems) {
 Entry<Protocol> dcasgd_entry() {
   return entry_of<Dcasgd>("dcasgd",
                          "delay-compensated ASGD: the server adds lambda g*g*(w - w_sent) to each gradient",
-                         check_dcasgd);
+                         check_dcasgd, {"lambda_dc"});
 }
 
 }  // namespace asgd::protocol

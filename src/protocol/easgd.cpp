@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "protocol/protocols.hpp"
+#include "protocol/views.hpp"
 
 namespace asgd::protocol {
 namespace {
@@ -25,6 +26,17 @@ class Easgd final : public Protocol {
   Push push() const override { return Push::elastic; }
   int local_steps() const override { return tau_; }
   double elastic_alpha() const override { return alpha_; }
+  // d = alpha (x - c) against the centre c last received; x -= d (host).
+  void exchange(Vec x, CVec centre, Vec d) const override {
+    const auto alpha = static_cast<real_t>(alpha_);
+    const auto xv = view<HostSpace>(x), dv = view<HostSpace>(d);
+    const auto cv = view<HostSpace>(centre);
+    for_each<HostSpace>("asgd::learner::elastic", x.size, KOKKOS_LAMBDA(index_t i) {
+      dv(i) = alpha * (xv(i) - cv(i));
+      xv(i) -= dv(i);
+    });
+    HostSpace().fence();
+  }
   std::string describe() const override { return fmt::format(" tau={} alpha={:g}", tau_, alpha_); }
 
  private:
@@ -44,7 +56,7 @@ void check_easgd(const Options& c, std::vector<std::string>& problems) {
 Entry<Protocol> easgd_entry() {
   return entry_of<Easgd>("easgd",
                          "asynchronous elastic averaging: tau local steps, then an elastic exchange with the centre",
-                         check_easgd);
+                         check_easgd, {"tau", "alpha"});
 }
 
 }  // namespace asgd::protocol

@@ -17,7 +17,7 @@ class Nsync final : public Protocol {
   Push push() const override { return Push::weights_delta; }
   int local_steps() const override { return n_sync_; }
   std::string describe() const override {
-    return fmt::format(" n_sync={}{}", n_sync_, merge_ == "sum" ? "" : " merge=" + merge_);
+    return fmt::format(" n_sync={}{}", n_sync_, merge_ == kDefaultMerge ? "" : " merge=" + merge_);
   }
 
  private:
@@ -34,7 +34,7 @@ void check_nsync(const Options& c, std::vector<std::string>& problems) {
 Entry<Protocol> nsync_entry() {
   return entry_of<Nsync>("nsync",
                          "GPU A-SGD: n_sync local steps, then push the weights' change",
-                         check_nsync);
+                         check_nsync, {"merge"});
 }
 
 }  // namespace asgd::protocol

@@ -15,6 +15,8 @@ struct Options {
   std::string protocol;   // a registered protocol's name
   std::string lr_policy;  // a registered rate policy's name
   std::optional<std::string> merge;
+  double lr = 0.01;      // the run's base rate (before its schedule)
+  double momentum = 0;   // the run's (learners') momentum
   int learners = 1;
   int servers = 1;
   int softsync_n = 1;

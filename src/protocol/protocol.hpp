@@ -19,13 +19,34 @@
 //                         to a gradient g of a learner it sent w_sent (0: none)
 //   elastic_alpha         EASGD's alpha: learners keep their own weights and push
 //                         alpha (x - centre); 0 for every other protocol
+//   compensate            the maths of a gradient's delay compensation (DC-ASGD)
+//   exchange              the maths of a learner's elastic exchange (EASGD)
+// The maths of a protocol, a merge rule or a rate policy lives in the type's
+// own file; ps::ShardCore and the learners call it and keep the bookkeeping.
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "common/types.hpp"
 #include "protocol/options.hpp"
 
 namespace asgd::protocol {
+
+// A run's parameters, or a shard's slice of them: `size` floats at `data`, in
+// the memory of the run's Kokkos execution space (a shard's views, ps::ShardCore)
+// or of the host (a learner's staged copy). The types' own files see it as a
+// Kokkos view (views.hpp); the interface stays plain, so the suite and
+// configuration layers, which check names through the registry, compile
+// without Kokkos.
+struct Vec {
+  real_t* data = nullptr;
+  index_t size = 0;
+};
+// The same, read only.
+struct CVec {
+  const real_t* data = nullptr;
+  index_t size = 0;
+};
 
 // What a learner pushes: its gradient; the change of its weights over
 // local_steps() minibatches (the server adds it); or EASGD's elastic
@@ -45,6 +66,14 @@ class Protocol {
   virtual bool may_reply(std::int64_t /*learner_clock*/, std::int64_t /*slowest*/) const { return true; }
   virtual double delay_compensation() const { return 0; }
   virtual double elastic_alpha() const { return 0; }
+  // A shard applies `out` in place of the gradient g a learner pushed, computed
+  // against the weights w_sent the shard last sent that learner and its
+  // weights w now; returns false (out untouched) where g is applied as it came.
+  // Device vectors; may run asynchronously (the caller fences).
+  virtual bool compensate(Vec /*out*/, CVec /*g*/, CVec /*w*/, CVec /*w_sent*/) const { return false; }
+  // A learner's exchange with the centre it holds (elastic protocols): writes
+  // the push into d and moves its weights x. Host vectors of equal size.
+  virtual void exchange(Vec /*x*/, CVec /*centre*/, Vec /*d*/) const {}
   // Its parameters for progress lines: "", " n=2 (c=4)", " n_sync=10".
   virtual std::string describe() const { return ""; }
 };
@@ -83,17 +112,24 @@ class RatePolicy {
   virtual double final_scale(const std::int64_t* taus, std::size_t n) const;
 };
 
-// How a shard merges a pushed change of weights d (protocols whose push is
-// weights_delta: nsync). merge_rules.cpp says what each rule computes.
-enum class MergeKind { add, server_sgd, adagrad };
+// How a shard merges a pushed change of weights d (protocols whose push is a
+// weights delta, nsync; EASGD's elastic push is merged by the sum). One file
+// per rule says what it computes (merge_*.cpp).
+struct MergeStep {
+  double lr = 0;        // the run's rate now (its schedule applied)
+  int local_steps = 1;  // minibatches behind each change (n_sync)
+  int learners = 1;
+};
 
 class MergeRule {
  public:
   virtual ~MergeRule() = default;
   virtual const char* name() const = 0;
-  virtual MergeKind kind() const = 0;
-  // add: w += add_scale(L) d.
-  virtual double add_scale(int learners) const;
+  // Merges d into the shard's weights w; `state` is the shard's own
+  // per-parameter buffer (its momentum, kept by checkpoints), zero at the
+  // start. Device vectors of equal size; may run asynchronously (the caller
+  // fences). Returns the rate the update's row records.
+  virtual double merge(const MergeStep& step, Vec w, Vec state, CVec d) const = 0;
 };
 
 }  // namespace asgd::protocol

@@ -7,12 +7,11 @@ namespace asgd::protocol {
 // The entry of protocol type T (constructed from the configuration).
 template <class T>
 Entry<Protocol> entry_of(const char* name, const char* summary,
-                         void (*check)(const Options&, std::vector<std::string>&)) {
+                         Check check, std::vector<OptionRead> reads = {}) {
   return {name, summary, check,
-          [](const Options& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<T>(cfg); }};
+          [](const Options& cfg) -> std::unique_ptr<Protocol> { return std::make_unique<T>(cfg); },
+          std::move(reads)};
 }
-// For a type without options of its own.
-inline void no_options(const Options&, std::vector<std::string>&) {}
 
 Entry<Protocol> hardsync_entry();
 Entry<Protocol> softsync_entry();
@@ -25,6 +24,11 @@ Entry<Protocol> dcasgd_entry();
 Entry<RatePolicy> constant_entry();
 Entry<RatePolicy> staleness_entry();
 Entry<RatePolicy> mean_staleness_entry();
+
+// server_lr, read by the server-sgd and adagrad merge rules: its domain, and
+// the server's rate now when the run's (scheduled) rate is lr.
+void check_server_lr(const Options& c, std::vector<std::string>& problems);
+double server_rate(const std::optional<double>& server_lr, double base_lr, double lr);
 
 Entry<MergeRule> sum_entry();
 Entry<MergeRule> mean_entry();

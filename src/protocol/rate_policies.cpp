@@ -45,7 +45,8 @@ class MeanStaleness final : public RatePolicy {
 template <class T>
 Entry<RatePolicy> policy(const char* name, const char* summary) {
   return {name, summary, no_checks,
-          [](const Options&) -> std::unique_ptr<RatePolicy> { return std::make_unique<T>(); }};
+          [](const Options&) -> std::unique_ptr<RatePolicy> { return std::make_unique<T>(); },
+          {}};
 }
 
 }  // namespace

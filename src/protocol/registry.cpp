@@ -9,12 +9,16 @@
 namespace asgd::protocol {
 
 // The registry: one line per type.
-const std::vector<Entry<Protocol>>& protocols() {
-  static const std::vector<Entry<Protocol>> all{hardsync_entry(),  softsync_entry(), nsync_entry(),
-                                                allreduce_entry(), ssp_entry(),      easgd_entry(),
-                                                dcasgd_entry()};
+namespace {
+
+std::vector<Entry<Protocol>>& protocol_table() {
+  static std::vector<Entry<Protocol>> all{hardsync_entry(),  softsync_entry(), nsync_entry(),
+                                          allreduce_entry(), ssp_entry(),      easgd_entry(),
+                                          dcasgd_entry()};
   return all;
 }
+
+}  // namespace
 
 const std::vector<Entry<RatePolicy>>& rate_policies() {
   static const std::vector<Entry<RatePolicy>> all{constant_entry(), staleness_entry(),
@@ -22,10 +26,17 @@ const std::vector<Entry<RatePolicy>>& rate_policies() {
   return all;
 }
 
-const std::vector<Entry<MergeRule>>& merge_rules() {
-  static const std::vector<Entry<MergeRule>> all{sum_entry(), mean_entry(), server_sgd_entry(), adagrad_entry()};
+namespace {
+
+std::vector<Entry<MergeRule>>& merge_table() {
+  static std::vector<Entry<MergeRule>> all{sum_entry(), mean_entry(), server_sgd_entry(), adagrad_entry()};
   return all;
 }
+
+}  // namespace
+
+const std::vector<Entry<Protocol>>& protocols() { return protocol_table(); }
+const std::vector<Entry<MergeRule>>& merge_rules() { return merge_table(); }
 
 namespace {
 
@@ -56,7 +67,17 @@ std::unique_ptr<T> make(const std::vector<Entry<T>>& entries, const std::string&
   return e->make(cfg);
 }
 
+template <class T>
+void add(std::vector<Entry<T>>& entries, Entry<T> e, const char* what) {
+  if (e.name == nullptr || *e.name == '\0' || find(entries, e.name) != nullptr)
+    throw Error(fmt::format("{} '{}' is registered already (or has no name)", what, e.name ? e.name : ""));
+  entries.push_back(std::move(e));
+}
+
 }  // namespace
+
+void register_protocol(Entry<Protocol> e) { add(protocol_table(), std::move(e), "protocol"); }
+void register_merge_rule(Entry<MergeRule> e) { add(merge_table(), std::move(e), "merge rule"); }
 
 std::vector<std::string> protocol_names() { return names(protocols()); }
 std::vector<std::string> rate_policy_names() { return names(rate_policies()); }

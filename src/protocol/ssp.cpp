@@ -36,7 +36,7 @@ void check_ssp(const Options& c, std::vector<std::string>& problems) {
 Entry<Protocol> ssp_entry() {
   return entry_of<Ssp>("ssp",
                          "stale synchronous parallel: async, a learner at most s clocks ahead of the slowest",
-                         check_ssp);
+                         check_ssp, {"staleness"});
 }
 
 }  // namespace asgd::protocol

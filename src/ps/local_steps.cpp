@@ -38,14 +38,8 @@ LocalResult LocalSteps::run(engine::Engine& eng, data::Sampler& sampler, int l, 
 
 void LocalSteps::elastic(engine::Engine& eng, const real_t* centre) const {
   eng.params_to_host();
-  real_t* x = eng.params();
-  real_t* d = eng.grads();
-  const auto alpha = static_cast<real_t>(rule_.elastic_alpha());
   const index_t n = eng.n_params();
-  for (index_t i = 0; i < n; ++i) {
-    d[i] = alpha * (x[i] - centre[i]);
-    x[i] -= d[i];
-  }
+  rule_.protocol().exchange({eng.params(), n}, {centre, n}, {eng.grads(), n});
   eng.params_changed();
 }
 

@@ -149,6 +149,36 @@ int set_up(const Comm& comm, const TrainConfig& cfg, const TrainOptions& opt,
   return skip;
 }
 
+// Names this rank in its messages and sets its stall timeout: server 0 gives
+// up first, so that it can still write the failed result; every other rank a
+// little later (when every rank is stuck, all fire).
+void name_rank(int rank, int servers, double stall_timeout_s) {
+  set_rank_label(rank < servers ? fmt::format("rank {} (server {})", rank, rank)
+                                : fmt::format("rank {} (learner {})", rank, rank - servers));
+  set_stall_timeout(rank == 0 ? stall_timeout_s : stall_timeout_s * 1.2 + 1);
+}
+
+// A server rank runs its shard; server 0 writes the result through `write`,
+// also what was trained before a stall (marked failed; the checkpoint stays
+// for a resume).
+template <class Write>
+void serve(Server& srv, bool writer, const Write& write, TrainOutcome& out) {
+  io::RunResult res;
+  try {
+    res = srv.run();
+  } catch (const Stalled&) {
+    if (writer) {
+      res = srv.failed_result();
+      write(res);
+    }
+    throw;
+  }
+  if (writer) {
+    write(res);
+    out.result = std::move(res);
+  }
+}
+
 }  // namespace
 
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
@@ -159,11 +189,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
   const int S = no_servers ? 0 : cfg.servers, L = cfg.learners;
   const bool server = comm.rank() < S;
   const bool writer = comm.rank() == 0;
-  set_rank_label(server ? fmt::format("rank {} (server {})", comm.rank(), comm.rank())
-                        : fmt::format("rank {} (learner {})", comm.rank(), comm.rank() - S));
-  // Server 0 gives up first, so that it can still write the failed result;
-  // every other rank a little later (when every rank is stuck, all fire).
-  set_stall_timeout(writer ? opt.stall_timeout_s : opt.stall_timeout_s * 1.2 + 1);
+  name_rank(comm.rank(), S, opt.stall_timeout_s);
   if (no_servers) return train_allreduce(cfg, comm, opt);
 
   // Set-up on every rank; any failure is reported by the rank that saw it and
@@ -207,20 +233,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     run_learner(cfg, comm, run->data.train, gpu ? *gpu : cpu, shm, cuda_aware);
     return out;
   }
-  io::RunResult res;
-  try {
-    res = srv->run();
-  } catch (const Stalled&) {
-    if (writer) {  // what was trained so far, marked failed; the checkpoint stays for a resume
-      res = srv->failed_result();
-      write(res);
-    }
-    throw;
-  }
-  if (writer) {
-    write(res);
-    out.result = std::move(res);
-  }
+  serve(*srv, writer, write, out);
   return out;
 }
 

@@ -49,7 +49,8 @@ class UpdateRule {
     return policy_->final_scale(taus.data(), taus.size());
   }
   const protocol::Protocol& protocol() const { return *protocol_; }
-  // How the server merges a weights delta (nsync; EASGD's elastic push is always added).
+  // How the server merges a pushed delta: nsync's weights delta by the run's
+  // merge rule, EASGD's elastic difference by the sum.
   const protocol::MergeRule& merge() const { return *merge_; }
 
  private:

@@ -9,6 +9,12 @@
 #include "ps/trainer.hpp"
 
 namespace asgd::ps {
+namespace {
+
+protocol::Vec vec(const nn::View& v) { return {v.data(), static_cast<index_t>(v.extent(0))}; }
+protocol::CVec cvec(const nn::View& v) { return {v.data(), static_cast<index_t>(v.extent(0))}; }
+
+}  // namespace
 
 ShardCore::ShardCore(const TrainConfig& cfg, index_t len, int learners, index_t n_train)
     : cfg_(cfg), rule_(cfg), len_(len), n_train_(n_train) {
@@ -48,62 +54,24 @@ void ShardCore::note_held(const std::vector<int>& held) {
 
 std::int64_t ShardCore::slowest() const { return *std::min_element(counts_.begin(), counts_.end()); }
 
-// DC-ASGD: acc = g + lambda g*g*(w - w_sent), elementwise (Zheng et al. 2017,
-// eq. 10 with the constant lambda): the delayed gradient moved to the current
-// weights by the first-order term with the diagonal g*g for the Hessian.
-void ShardCore::compensate(int learner, const nn::View& in) {
-  const auto lambda = static_cast<real_t>(rule_.delay_compensation());
-  const nn::View w = w_, acc = acc_;
-  const nn::View bak = Kokkos::subview(
-      sent_, std::make_pair(static_cast<index_t>(learner) * len_, static_cast<index_t>(learner + 1) * len_));
-  Kokkos::parallel_for(
-      "asgd::server::dc_compensate", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
-        const real_t g = in(i);
-        acc(i) = g + lambda * g * g * (w(i) - bak(i));
-      });
-}
-
 bool ShardCore::accept(const Arrival& a, double now_s, const nn::View* payload) {
   const nn::View& in = payload != nullptr ? *payload : inbox_;
   if (sent_.data() != nullptr) {  // DC-ASGD (c = 1): the compensated gradient is the payload
-    compensate(a.learner, in);
-    Kokkos::fence();
-    payload = &acc_;
+    const auto at = static_cast<index_t>(a.learner) * len_;
+    if (rule_.protocol().compensate(vec(acc_), cvec(in), cvec(w_), {sent_.data() + at, len_})) {
+      Kokkos::fence();
+      payload = &acc_;
+    }
   }
   return accept_payload(a, now_s, payload != nullptr ? *payload : inbox_);
 }
 
+// A pushed change of weights (nsync) or elastic difference (EASGD), merged
+// by the run's merge rule into the weights; the rule's state is the shard's
+// momentum buffer, so checkpoints keep it.
 double ShardCore::merge_delta(const nn::View& d) {
-  const double lr = scheduled_lr(cfg_, epoch());
-  const protocol::MergeRule& m = rule_.merge();
-  if (!rule_.weights_delta() || m.kind() == protocol::MergeKind::add) {  // EASGD: always added
-    const double scale = rule_.weights_delta() ? m.add_scale(static_cast<int>(counts_.size())) : 1.0;
-    KokkosBlas::axpy(static_cast<real_t>(scale), d, w_);
-    return lr * scale;
-  }
-  // the change read back as the client's mean step per minibatch
-  // g = -d / (lr n_sync), applied with the server's rate (scheduled as the
-  // run's) and, for server-sgd, its momentum; inc_ holds the server's
-  // momentum or AdaGrad's sum of g*g
-  const double lr_s = cfg_.server_lr ? lr * *cfg_.server_lr / cfg_.lr : lr;
-  const auto inv = static_cast<real_t>(1.0 / (lr * rule_.local_steps())), rate = static_cast<real_t>(lr_s);
-  const nn::View w = w_, acc = inc_;
-  if (m.kind() == protocol::MergeKind::server_sgd) {
-    const auto mom = static_cast<real_t>(cfg_.server_momentum.value_or(cfg_.momentum));
-    Kokkos::parallel_for(
-        "asgd::server::merge_sgd", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
-          acc(i) = mom * acc(i) - d(i) * inv;
-          w(i) -= rate * acc(i);
-        });
-  } else {
-    Kokkos::parallel_for(
-        "asgd::server::merge_adagrad", Kokkos::RangePolicy<nn::Space>(0, len_), KOKKOS_LAMBDA(index_t i) {
-          const real_t g = -d(i) * inv;
-          acc(i) += g * g;
-          w(i) -= rate * g / (std::sqrt(acc(i)) + real_t(1e-8));
-        });
-  }
-  return lr_s;
+  const protocol::MergeStep step{scheduled_lr(cfg_, epoch()), rule_.local_steps(), static_cast<int>(counts_.size())};
+  return rule_.merge().merge(step, vec(w_), vec(inc_), cvec(d));
 }
 
 bool ShardCore::accept_payload(const Arrival& a, double now_s, const nn::View& in) {

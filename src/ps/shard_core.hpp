@@ -78,7 +78,6 @@ class ShardCore {
   };
   bool accept_payload(const Arrival& a, double now_s, const nn::View& in);
   void apply_update(double now_s, const nn::View& payload);
-  void compensate(int learner, const nn::View& in);
   // nsync: merges a pushed change of weights (rule_.merge()); returns the rate shown.
   double merge_delta(const nn::View& d);
 

@@ -127,6 +127,20 @@ Value ratio(double t1, double tl) {
   return std::isfinite(t1) && std::isfinite(tl) && tl > 0 ? Value::number(t1 / tl) : Value{};
 }
 
+// What a group's speedups stand on, where not every seed has a completed baseline.
+std::string speedup_note(const ConfigGroup& g, std::size_t missing_baseline, bool baseline_not_completed) {
+  std::vector<std::string> notes;
+  if (missing_baseline > 0 && missing_baseline == static_cast<std::size_t>(g.completed))
+    notes.push_back("no 1-learner baseline");
+  else if (missing_baseline > 0)  // the figure stands on the seeds that have one
+    notes.push_back(fmt::format("{} of {} seeds without a 1-learner baseline", missing_baseline, g.runs.size()));
+  if (baseline_not_completed) notes.push_back("1-learner baseline diverged or failed");
+  if (g.diverged > 0 && g.completed > 0) notes.push_back(fmt::format("{} of {} seeds diverged", g.diverged, g.runs.size()));
+  std::string out;
+  for (const auto& n : notes) out += (out.empty() ? "" : "; ") + n;
+  return out;
+}
+
 // One group's aggregates over its runs, speedups against their baselines.
 void summarise(ConfigGroup& g, const Index& one_learner) {
   std::vector<Value> tt, trt, tp, ttt, ttr, sps, fin, best, smooth;
@@ -181,14 +195,8 @@ void summarise(ConfigGroup& g, const Index& one_learner) {
   g.best_error = aggregate(best);
   g.smoothed_error = aggregate(smooth);
   if (!taus.empty()) g.mean_tau = mean_ci95(taus).mean;
-  std::vector<std::string> notes;
-  if (missing_baseline > 0 && missing_baseline == static_cast<std::size_t>(g.completed))
-    notes.push_back("no 1-learner baseline");
-  else if (missing_baseline > 0)  // the figure stands on the seeds that have one
-    notes.push_back(fmt::format("{} of {} seeds without a 1-learner baseline", missing_baseline, g.runs.size()));
-  if (baseline_not_completed) notes.push_back("1-learner baseline diverged or failed");
-  if (g.diverged > 0 && g.completed > 0) notes.push_back(fmt::format("{} of {} seeds diverged", g.diverged, g.runs.size()));
-  for (const auto& n : notes) g.speedup_note += (g.speedup_note.empty() ? "" : "; ") + n;
+  const std::string note = speedup_note(g, missing_baseline, baseline_not_completed);
+  if (!note.empty()) g.speedup_note += (g.speedup_note.empty() ? "" : "; ") + note;
 }
 
 // Gap to hardsync at the same model, mode and learner count; among several

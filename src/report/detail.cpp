@@ -50,6 +50,39 @@ std::string field_text(const json& config, const char* name) {
   return v->dump();
 }
 
+namespace {
+
+// The configuration's fields the tables show, as text ("" where absent).
+void read_config_fields(RunInfo& info, const io::RunResult& r) {
+  info.seed = field_text(info.config, "seed");
+  if (info.config.is_object() && info.config.contains("learners") && info.config["learners"].is_number_integer()) {
+    info.learners = info.config["learners"].get<int>();
+  } else {
+    info.learners = static_cast<int>(r.learners.size());
+  }
+  if (info.config.is_object() && info.config.contains("dataset")) {
+    const auto& ds = info.config["dataset"];
+    info.dataset = ds.is_object() ? field_text(ds, "kind") : (ds.is_string() ? ds.get<std::string>() : "");
+  }
+  info.n = field_text(info.config, "softsync_n");
+  info.n_sync = field_text(info.config, "n_sync");
+  info.lr_policy = field_text(info.config, "lr_policy");
+  info.batch = field_text(info.config, "batch");
+}
+
+// A virtual run's clock: its profile, or the ideal clock's kind and times.
+std::string timing_model_text(const std::string& timing_model_json) {
+  const json tm = parse_json_bounded<json>(timing_model_json);
+  if (tm.is_object() && tm.contains("profile") && tm["profile"].is_string())
+    return fmt::format("profile {} ({})", tm["profile"].get<std::string>(), tm.value("profile_path", std::string("?")));
+  if (tm.is_object() && tm.contains("kind") && tm["kind"].is_string())
+    return fmt::format("ideal clock ({}, compute {:g} s, comm {:g} s)", tm["kind"].get<std::string>(),
+                       tm.value("compute_s", kNaN), tm.value("comm_s", kNaN));
+  return "";
+}
+
+}  // namespace
+
 RunInfo load_run(const std::string& path) {
   RunInfo info;
   info.file = path;
@@ -77,20 +110,7 @@ RunInfo load_run(const std::string& path) {
   if (info.key.empty()) info.key = "unparsable config of " + path;
   info.config_id = short_hash(info.key);
   info.identity = copy_identity(r, info.config);
-  info.seed = field_text(info.config, "seed");
-  if (info.config.is_object() && info.config.contains("learners") && info.config["learners"].is_number_integer()) {
-    info.learners = info.config["learners"].get<int>();
-  } else {
-    info.learners = static_cast<int>(r.learners.size());
-  }
-  if (info.config.is_object() && info.config.contains("dataset")) {
-    const auto& ds = info.config["dataset"];
-    info.dataset = ds.is_object() ? field_text(ds, "kind") : (ds.is_string() ? ds.get<std::string>() : "");
-  }
-  info.n = field_text(info.config, "softsync_n");
-  info.n_sync = field_text(info.config, "n_sync");
-  info.lr_policy = field_text(info.config, "lr_policy");
-  info.batch = field_text(info.config, "batch");
+  read_config_fields(info, r);
   info.summary = r.summary;
   info.mean_tau = mean_staleness(r.staleness_histogram, r.updates);
   // only numbers and strings count
@@ -111,15 +131,7 @@ RunInfo load_run(const std::string& path) {
   info.n_updates = r.updates.size();
   info.n_evals = r.evals.size();
   read_machine(info, r);
-  if (r.mode == RunMode::virtual_learners) {
-    const json tm = parse_json_bounded<json>(r.timing_model_json);
-    if (tm.is_object() && tm.contains("profile") && tm["profile"].is_string())
-      info.timing_model = fmt::format("profile {} ({})", tm["profile"].get<std::string>(),
-                                      tm.value("profile_path", std::string("?")));
-    else if (tm.is_object() && tm.contains("kind") && tm["kind"].is_string())
-      info.timing_model = fmt::format("ideal clock ({}, compute {:g} s, comm {:g} s)", tm["kind"].get<std::string>(),
-                                      tm.value("compute_s", kNaN), tm.value("comm_s", kNaN));
-  }
+  if (r.mode == RunMode::virtual_learners) info.timing_model = timing_model_text(r.timing_model_json);
   info.histogram = std::move(r.staleness_histogram);
   info.updates = std::move(r.updates);
   info.learner_rows = std::move(r.learners);

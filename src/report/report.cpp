@@ -377,6 +377,27 @@ std::string files_md(const ReportOptions& opt, const std::string& plot_problem, 
   return md + kDefinitions;
 }
 
+// Runs the plot script (when given) over a folder cleared of its plots; the
+// PNG files the folder then holds, sorted.
+std::vector<std::string> make_plots(const ReportOptions& opt, const std::string& suite, const std::string& out_dir,
+                                    std::string& problem, std::vector<std::string>& warnings) {
+  std::error_code ec;
+  if (!opt.plot_script.empty()) {
+    for (const char* f : kPlotFiles) fs::remove(fs::path(out_dir) / f, ec);
+    std::vector<std::string> args = {opt.suite_dir, out_dir};
+    if (const std::string ref = paper_reference(suite, opt.reference_dir); !ref.empty())
+      args.insert(args.end(), {"--reference", ref});
+    const PlotRun run = run_plot_script(opt.python, opt.plot_script, args, out_dir);
+    problem = run.problem;
+    if (!run.warning.empty()) warnings.push_back(run.warning);
+  }
+  std::vector<std::string> pngs;
+  for (const auto& entry : fs::directory_iterator(out_dir, ec))
+    if (entry.path().extension() == ".png") pngs.push_back(entry.path().filename().string());
+  std::sort(pngs.begin(), pngs.end());
+  return pngs;
+}
+
 }  // namespace
 
 int write_report(const ReportOptions& opt) {
@@ -406,21 +427,7 @@ int write_report(const ReportOptions& opt) {
 
   // Plots: after the CSVs (the script reads speedup.csv), before report.md (which links them).
   std::string plot_problem;
-  std::error_code ec;
-  if (!opt.plot_script.empty()) {
-    for (const char* f : kPlotFiles) fs::remove(out(f), ec);
-    std::vector<std::string> args = {opt.suite_dir, out_dir};
-    if (const std::string ref = paper_reference(suite, opt.reference_dir); !ref.empty())
-      args.insert(args.end(), {"--reference", ref});
-    const PlotRun run = run_plot_script(opt.python, opt.plot_script, args, out_dir);
-    plot_problem = run.problem;
-    if (!run.warning.empty()) warnings.push_back(run.warning);
-  }
-  std::vector<std::string> pngs;
-  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
-    if (entry.path().extension() == ".png") pngs.push_back(entry.path().filename().string());
-  }
-  std::sort(pngs.begin(), pngs.end());
+  const std::vector<std::string> pngs = make_plots(opt, suite, out_dir, plot_problem, warnings);
 
   const Counts n = count_runs(runs);
   std::string md = summary_md(opt, suite, suites, runs, groups, n);
@@ -432,13 +439,10 @@ int write_report(const ReportOptions& opt) {
 
   for (const auto& c : copies) std::fprintf(stderr, "warning: %s\n", c.c_str());
   for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  if (!opt.quiet) {
-    std::printf("%s\n", fmt::format("report: {} runs ({} completed, {} diverged, {} failed{}) -> {}", runs.size(),
-                                    n.completed, n.diverged, n.failed,
-                                    copies.empty() ? "" : fmt::format("; {} copies left out", copies.size()),
-                                    out("report.md"))
-                            .c_str());
-  }
+  if (!opt.quiet)
+    fmt::print("report: {} runs ({} completed, {} diverged, {} failed{}) -> {}\n", runs.size(), n.completed,
+               n.diverged, n.failed, copies.empty() ? "" : fmt::format("; {} copies left out", copies.size()),
+               out("report.md"));
   return static_cast<int>(runs.size());
 }
 

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <utility>
 
+#include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 
 namespace asgd::report {
@@ -39,77 +40,107 @@ double median(std::vector<double> x) {
   return x.size() % 2 ? x[m] : 0.5 * (x[m - 1] + x[m]);
 }
 
-RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
-  RankTest r;
-  const std::size_t na = a.size(), nb = b.size(), n = na + nb;
-  if (na == 0 || nb == 0) return r;
+namespace {
 
-  // Pooled sample sorted by value; doubled midranks keep tied ranks integral.
+// The pooled sample's doubled midranks (tied ranks stay integral), which of
+// them come from a, and the sum of t^3 - t over the tie groups.
+struct Ranks {
+  std::vector<long> rank2;
+  std::vector<bool> from_a;
+  double tie_term = 0;
+};
+
+Ranks midranks(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t n = a.size() + b.size();
   std::vector<std::pair<double, bool>> pool;  // value, from a
   pool.reserve(n);
   for (double v : a) pool.emplace_back(v, true);
   for (double v : b) pool.emplace_back(v, false);
   std::sort(pool.begin(), pool.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<long> rank2(n);  // 2 * midrank
-  double tie_term = 0;         // sum of t^3 - t over tie groups
+  Ranks r;
+  r.rank2.resize(n);
+  r.from_a.resize(n);
   for (std::size_t i = 0; i < n;) {
     std::size_t j = i;
     while (j < n && pool[j].first == pool[i].first) ++j;
     const long first = static_cast<long>(i) + 1, last = static_cast<long>(j);
-    for (std::size_t k = i; k < j; ++k) rank2[k] = first + last;  // 2 * (first + last) / 2
+    for (std::size_t k = i; k < j; ++k) r.rank2[k] = first + last;  // 2 * (first + last) / 2
     const double t = static_cast<double>(j - i);
-    tie_term += t * t * t - t;
+    r.tie_term += t * t * t - t;
     i = j;
   }
-  long w2 = 0;  // doubled rank sum of a
-  for (std::size_t k = 0; k < n; ++k)
-    if (pool[k].second) w2 += rank2[k];
-  const double dna = static_cast<double>(na), dnb = static_cast<double>(nb);
-  r.u = static_cast<double>(w2) / 2 - dna * (dna + 1) / 2;
+  for (std::size_t k = 0; k < n; ++k) r.from_a[k] = pool[k].second;
+  return r;
+}
 
-  if (n <= 50) {
-    // count[k][s]: subsets of k pooled items whose doubled ranks add up to s.
-    r.exact = true;
-    const long max_sum = static_cast<long>(n) * static_cast<long>(n + 1);
-    std::vector<std::vector<double>> count(na + 1, std::vector<double>(static_cast<std::size_t>(max_sum) + 1, 0.0));
-    count[0][0] = 1;
-    for (std::size_t item = 0; item < n; ++item) {
-      const long rk = rank2[item];
-      for (std::size_t k = std::min(na, item + 1); k >= 1; --k) {
-        auto& to = count[k];
-        const auto& from = count[k - 1];
-        for (long s = max_sum; s >= rk; --s) to[static_cast<std::size_t>(s)] += from[static_cast<std::size_t>(s - rk)];
-      }
+// The exact two-sided p of a's doubled rank sum w2 (and the smallest p the
+// samples' sizes and ties allow) from the permutation distribution:
+// count[k][s], the subsets of k pooled items whose doubled ranks add up to s.
+void exact_p(const Ranks& rk, std::size_t na, long w2, RankTest& r) {
+  const std::size_t n = rk.rank2.size();
+  const long max_sum = static_cast<long>(n) * static_cast<long>(n + 1);
+  std::vector<std::vector<double>> count(na + 1, std::vector<double>(static_cast<std::size_t>(max_sum) + 1, 0.0));
+  count[0][0] = 1;
+  for (std::size_t item = 0; item < n; ++item) {
+    const long r2 = rk.rank2[item];
+    for (std::size_t k = std::min(na, item + 1); k >= 1; --k) {
+      auto& to = count[k];
+      const auto& from = count[k - 1];
+      for (long s = max_sum; s >= r2; --s) to[static_cast<std::size_t>(s)] += from[static_cast<std::size_t>(s - r2)];
     }
-    const auto& dist = count[na];
-    const double total = std::accumulate(dist.begin(), dist.end(), 0.0);
-    double le = 0, ge = 0;
-    for (long s = 0; s <= max_sum; ++s) {
-      const double c = dist[static_cast<std::size_t>(s)];
-      if (s <= w2) le += c;
-      if (s >= w2) ge += c;
-    }
-    r.p = std::min(1.0, 2 * std::min(le, ge) / total);
-    long lo = 0, hi = max_sum;
-    while (dist[static_cast<std::size_t>(lo)] == 0) ++lo;
-    while (dist[static_cast<std::size_t>(hi)] == 0) --hi;
-    r.min_p = std::min(1.0, 2 * std::min(dist[static_cast<std::size_t>(lo)], dist[static_cast<std::size_t>(hi)]) / total);
-    return r;
   }
+  const auto& dist = count[na];
+  const double total = std::accumulate(dist.begin(), dist.end(), 0.0);
+  double le = 0, ge = 0;
+  for (long s = 0; s <= max_sum; ++s) {
+    const double c = dist[static_cast<std::size_t>(s)];
+    if (s <= w2) le += c;
+    if (s >= w2) ge += c;
+  }
+  r.exact = true;
+  r.p = std::min(1.0, 2 * std::min(le, ge) / total);
+  long lo = 0, hi = max_sum;
+  while (dist[static_cast<std::size_t>(lo)] == 0) ++lo;
+  while (dist[static_cast<std::size_t>(hi)] == 0) --hi;
+  r.min_p = std::min(1.0, 2 * std::min(dist[static_cast<std::size_t>(lo)], dist[static_cast<std::size_t>(hi)]) / total);
+}
 
-  const double dn = static_cast<double>(n);
-  const double mu = dna * dnb / 2;
-  const double var = dna * dnb / 12 * ((dn + 1) - tie_term / (dn * (dn - 1)));
+// The normal approximation with the tie correction and a continuity
+// correction of 1/2, two-sided (Boost.Math's normal tail).
+void normal_p(const Ranks& rk, double na, double nb, RankTest& r) {
+  const double dn = na + nb;
+  const double mu = na * nb / 2;
+  const double var = na * nb / 12 * ((dn + 1) - rk.tie_term / (dn * (dn - 1)));
   if (var <= 0) {
     r.p = r.min_p = 1;
-    return r;
+    return;
   }
   auto p_of = [&](double u) {
     const double z = std::max(0.0, std::fabs(u - mu) - 0.5) / std::sqrt(var);
-    return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+    return std::min(1.0, 2 * normal_upper_tail(z));
   };
   r.p = p_of(r.u);
   r.min_p = p_of(0);
+}
+
+}  // namespace
+
+double normal_upper_tail(double z) {
+  return boost::math::cdf(boost::math::complement(boost::math::normal_distribution<double>(), z));
+}
+
+RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
+  RankTest r;
+  const std::size_t na = a.size(), nb = b.size();
+  if (na == 0 || nb == 0) return r;
+  const Ranks rk = midranks(a, b);
+  long w2 = 0;  // doubled rank sum of a
+  for (std::size_t k = 0; k < rk.rank2.size(); ++k)
+    if (rk.from_a[k]) w2 += rk.rank2[k];
+  const double dna = static_cast<double>(na);
+  r.u = static_cast<double>(w2) / 2 - dna * (dna + 1) / 2;
+  if (na + nb <= 50) exact_p(rk, na, w2, r);
+  else normal_p(rk, dna, static_cast<double>(nb), r);
   return r;
 }
 

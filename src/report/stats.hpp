@@ -29,7 +29,8 @@ double median(std::vector<double> x);  // NaN when empty
 // Two-sided Mann-Whitney U test of a against b (midranks for ties).
 // Exact null distribution (all C(n_a + n_b, n_a) assignments of the pooled
 // ranks, ties included) when n_a + n_b <= 50, else the normal approximation
-// with tie and continuity corrections. min_p is the smallest p-value the
+// with tie and continuity corrections (Boost.Math has no Mann-Whitney
+// distribution; its normal tail is used). min_p is the smallest p-value the
 // sample sizes allow (exact case): when it exceeds alpha the test cannot
 // reject and callers fall back to a threshold rule.
 struct RankTest {
@@ -39,6 +40,9 @@ struct RankTest {
   bool exact = false;
 };
 RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
+
+// P(Z > z) for a standard normal Z, from Boost.Math.
+double normal_upper_tail(double z);
 
 // Training error smoothed over the last `window` minibatches (400 in the
 // reports): an update row stands for `gradients` minibatches whose mean error

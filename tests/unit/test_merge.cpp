@@ -1,9 +1,11 @@
-// nsync's merge rules (src/protocol/merge_rules.cpp): each against a hand
+// nsync's merge rules (src/protocol/merge_*.cpp): each against a hand
 // computation over a sequence of pushes on a ShardCore; server-sgd without
 // momentum at server_lr = lr n_sync is the sum and at lr n_sync / L the mean; the options are
 // refused outside their rule and domain; a virtual run with each rule
 // completes, deterministically, and the rules differ; it records every
-// minibatch's training error in update order.
+// minibatch's training error in update order. A merge rule and a protocol
+// defined only here, each registered with one line, run through the same
+// checks and the same shard.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,9 +14,11 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/error.hpp"
 #include "config/config.hpp"
 #include "io/results.hpp"
 #include "protocol/registry.hpp"
+#include "ps/protocol.hpp"
 #include "ps/shard_core.hpp"
 #include "sim/virtual.hpp"
 #include "virtual_config.hpp"
@@ -162,6 +166,78 @@ TEST(Merge, VirtualRunsWithEachRuleCompleteDeterministicallyAndDiffer) {
   for (std::size_t i = 0; i < losses.size(); ++i)
     for (std::size_t k = i + 1; k < losses.size(); ++k) EXPECT_NE(losses[i], losses[k]) << i << " " << k;
   fs::remove_all(dir);
+}
+
+// A merge rule defined here alone: w += s d, s the server_lr it reads
+// (default 1/2), the rate shown lr s.
+class Scaled final : public asgd::protocol::MergeRule {
+ public:
+  explicit Scaled(const asgd::protocol::Options& o) : s_(o.server_lr.value_or(0.5)) {}
+  const char* name() const override { return "scaled"; }
+  double merge(const asgd::protocol::MergeStep& step, asgd::protocol::Vec w, asgd::protocol::Vec,
+               asgd::protocol::CVec d) const override {
+    Kokkos::View<float*, Kokkos::DefaultExecutionSpace::memory_space, Kokkos::MemoryUnmanaged> wv(w.data, w.size);
+    Kokkos::View<const float*, Kokkos::DefaultExecutionSpace::memory_space, Kokkos::MemoryUnmanaged> dv(d.data, d.size);
+    const auto s = static_cast<float>(s_);
+    Kokkos::parallel_for(w.size, KOKKOS_LAMBDA(std::int64_t i) { wv(i) += s * dv(i); });
+    return step.lr * s_;
+  }
+
+ private:
+  double s_;
+};
+
+// A protocol defined here alone: asynchronous, every update the mean of 2 gradients.
+class Pairs final : public asgd::protocol::Protocol {
+ public:
+  explicit Pairs(const asgd::protocol::Options&) {}
+  const char* name() const override { return "pairs"; }
+  int gradients_per_update() const override { return 2; }
+};
+
+void register_test_types() {
+  namespace p = asgd::protocol;
+  const auto names = p::merge_rule_names();
+  if (std::find(names.begin(), names.end(), "scaled") != names.end()) return;
+  p::register_merge_rule({"scaled", "w += s d", p::no_options,
+                          [](const p::Options& o) -> std::unique_ptr<p::MergeRule> { return std::make_unique<Scaled>(o); },
+                          {"server_lr"}});
+  p::register_protocol({"pairs", "the mean of 2 gradients per update", p::no_options,
+                        [](const p::Options& o) -> std::unique_ptr<p::Protocol> { return std::make_unique<Pairs>(o); },
+                        {}});
+}
+
+TEST(Merge, ARuleAndAProtocolRegisteredOutsideThePartRunThroughTheSameChecksAndShard) {
+  register_test_types();
+  TrainConfig c = nsync_cfg("scaled");
+  EXPECT_TRUE(asgd::validate(c).empty());
+  c.server_lr = 0.25;  // the option it declares
+  EXPECT_TRUE(asgd::validate(c).empty());
+  const auto got = merged(c, 4);
+  for (int j = 0; j < kLen; ++j) {
+    double w = 1.0 + 0.25 * j;
+    for (int k = 0; k < 4; ++k) w += 0.25 * delta(k, j);
+    EXPECT_NEAR(got[j], w, 1e-6) << j;
+  }
+  // its declared option joins the others' owners; its name the unknown-name list
+  c = nsync_cfg("mean");
+  c.server_lr = 0.1;
+  EXPECT_TRUE(mentions(c, "--server-lr is an option of merge server-sgd or adagrad or scaled, not of merge mean"));
+  EXPECT_TRUE(mentions(nsync_cfg("median"), "unknown (sum, mean, server-sgd, adagrad, scaled)"));
+  EXPECT_THROW(asgd::protocol::register_merge_rule(asgd::protocol::merge_rules().front()), asgd::Error);
+
+  TrainConfig q = nsync_cfg("sum");
+  q.merge.reset();
+  q.protocol = "pairs";
+  EXPECT_TRUE(asgd::validate(q).empty());
+  EXPECT_EQ(asgd::ps::UpdateRule(q).gradients_per_update(), 2);
+  asgd::ps::ShardCore core(q, kLen, kLearners, 1000000);
+  asgd::ps::Arrival a;
+  a.samples = 1;
+  EXPECT_FALSE(core.accept(a, 0.0));
+  a.learner = 1;
+  EXPECT_TRUE(core.accept(a, 0.0));
+  EXPECT_EQ(core.clock(), 1);
 }
 
 }  // namespace

@@ -272,6 +272,20 @@ TEST(ReportStats, MannWhitney) {
   t = asgd::report::mann_whitney(a, b);
   EXPECT_FALSE(t.exact);
   EXPECT_LT(t.p, 1e-10);
+  // The normal tail against published values of 1 - Phi(z).
+  EXPECT_NEAR(asgd::report::normal_upper_tail(0), 0.5, 1e-16);
+  EXPECT_NEAR(asgd::report::normal_upper_tail(1.96), 0.024997895148220435, 1e-15);
+  EXPECT_NEAR(asgd::report::normal_upper_tail(3), 0.0013498980316301, 1e-15);
+  EXPECT_NEAR(asgd::report::normal_upper_tail(-1), 0.8413447460685429, 1e-15);
+  // Overlapping 30 vs 30 without ties: U = 30 * 30 - sum of the overlap pairs,
+  // p = 2 (1 - Phi((|U - 450| - 1/2) / sqrt(30 * 30 * 61 / 12))).
+  a.clear(), b.clear();
+  for (int i = 0; i < 30; ++i) a.push_back(i), b.push_back(i + 15.5);
+  t = asgd::report::mann_whitney(a, b);
+  EXPECT_FALSE(t.exact);
+  const double u = 14 * 15 / 2.0;  // a_i > b_j: a_i = 16 + k exceeds k + 1 of b = 15.5, 16.5, ...
+  EXPECT_DOUBLE_EQ(t.u, u);
+  EXPECT_NEAR(t.p, std::erfc((450 - u - 0.5) / std::sqrt(900 * 61 / 12.0) / std::sqrt(2.0)), 1e-14);
 }
 
 TEST(ReportStats, SmoothedTrainingError) {
