@@ -15,7 +15,8 @@
 #
 # The runs (OPENBLAS_NUM_THREADS=1, one thread): one learner (mlp, Fashion-MNIST);
 # MPI hardsync, 2 learners, 1 server (mpiexec -n 3); virtual 30-learner softsync
-# with fixed timing; virtual nsync (8 learners, n_sync 4, lognormal timing).
+# with fixed timing; virtual nsync (8 learners, n_sync 4, lognormal timing);
+# 4 virtual learners with each merge rule but the sum, with DC-ASGD and with EASGD.
 # Compared exactly: /updates, /evals, /staleness/histogram, the per-learner
 # counts, status and the summary's counts and errors. Wall-clock columns of real
 # runs (wall_s, eval_s, timing columns) are measured, so they are left out there;
@@ -67,6 +68,15 @@ run_set() {  # $1 binary, $2 folder
   "$bin" train --model mlp "${SYN[@]}" --epochs 2 --eval-every 0.25 --batch 8 --virtual \
     --learners 8 --protocol nsync --n-sync 4 --timing lognormal --compute-s 0.01 \
     --comm-s 0.002 --straggler 2 --straggler-factor 3 --results "$dir" --run-id virtual-nsync
+  local V=(--model mlp "${SYN[@]}" --epochs 1 --eval-every 0.5 --batch 8 --virtual --learners 4
+           --timing lognormal --compute-s 0.01 --comm-s 0.002 --results "$dir")
+  "$bin" train "${V[@]}" --protocol nsync --n-sync 3 --merge mean --run-id virtual-merge-mean
+  "$bin" train "${V[@]}" --protocol nsync --n-sync 3 --merge server-sgd --server-momentum 0.5 \
+    --run-id virtual-merge-server-sgd
+  "$bin" train "${V[@]}" --protocol nsync --n-sync 3 --merge adagrad --server-lr 0.01 \
+    --run-id virtual-merge-adagrad
+  "$bin" train "${V[@]}" --protocol dcasgd --run-id virtual-dcasgd
+  "$bin" train "${V[@]}" --protocol easgd --tau 4 --run-id virtual-easgd
 }
 echo "== runs with the base $short"
 run_set "$old" "$out/old"
@@ -128,8 +138,8 @@ for path in sorted(glob.glob(os.path.join(old_dir, "*", "runs", "*.h5"))):
             print(f"same {rel}: {rows} updates, {len(a['evals']['clock'])} evaluations, status "
                   f"{a.attrs.get('status')}")
 n = len(glob.glob(os.path.join(old_dir, "*", "runs", "*.h5")))
-if n != 4:
-    print(f"expected 4 results files from the base, found {n}"); bad += 1
+if n != 9:
+    print(f"expected 9 results files from the base, found {n}"); bad += 1
 print("behaviour preserved: every series bit-identical" if not bad else f"{bad} file(s) differ")
 sys.exit(1 if bad else 0)
 EOF

@@ -139,12 +139,7 @@ class AllreduceRun {
   void evaluate_now() {
     const auto t0 = Clock::now();
     const Eval e = evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
-    const double spent = seconds_since(t0);
-    res_.evals.push_back({epoch(), clock_, train_s_, e.loss, e.error, spent});
-    s_.evals().done(epoch());
-    if (!s_.opt().quiet)
-      spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
-                   epoch(), clock_, e.loss, 100 * e.error, spent);
+    s_.evaluated(res_.evals, epoch(), clock_, train_s_, e, seconds_since(t0));
   }
 
   void progress() {

@@ -331,12 +331,8 @@ void Server::run_eval() {
   eng_.params_changed();
   const Eval e = evaluate(eng_, data_->test, cfg_.eval_batch, cfg_.eval_samples);
   const double spent = seconds_since(t0);
-  evals_.push_back({epoch(), core_.clock(), train_clock() - spent, e.loss, e.error, spent});
+  s_.evaluated(evals_, epoch(), core_.clock(), train_clock() - spent, e, spent);
   paused_s_ += spent;
-  s_.evals().done(epoch());
-  if (!s_.opt().quiet)
-    spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
-                 epoch(), core_.clock(), e.loss, 100 * e.error, spent);
 }
 
 void Server::checkpoint_paused() {

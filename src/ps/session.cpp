@@ -69,6 +69,20 @@ bool RunSession::progress_due() const {
 
 void RunSession::printed() { last_print_ = Clock::now(); }
 
+void RunSession::evaluated(std::vector<io::EvalRecord>& evals, double epoch, std::int64_t clock, double wall_s,
+                           const Eval& e, double spent) {
+  const bool virtual_time = cfg_.virtual_learners;
+  evals.push_back({epoch, clock, wall_s, e.loss, e.error, virtual_time ? 0.0 : spent});
+  evals_.done(epoch);
+  if (opt_.quiet) return;
+  if (virtual_time)
+    spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  (virtual time {:.1f}s)", epoch,
+                 clock, e.loss, 100 * e.error, wall_s);
+  else
+    spdlog::info("eval  epoch {:.2f}  update {}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
+                 epoch, clock, e.loss, 100 * e.error, spent);
+}
+
 io::Checkpoint RunSession::checkpoint(std::int64_t clock, double epochs, double wall_s,
                                       std::int64_t n_params) const {
   io::Checkpoint ck;

@@ -7,7 +7,7 @@
 //   s.load()                               resources checked, data + model loaded
 //   s.resume(path, want)                   a checkpoint, checked, or nothing
 //   s.start_weights(model)                 init from the seed, or the warm-start file
-//   s.evals().due(epoch) / done(epoch)     the evaluation schedule
+//   s.evals().due(epoch), s.evaluated(...) the evaluation schedule; a row, its log line
 //   s.diverged(loss)                       the divergence bound
 //   s.progress_due()                       rate-limited progress lines
 //   s.checkpoint(clock, epochs, wall_s)    the fields every checkpoint carries
@@ -65,6 +65,12 @@ class RunSession {
   void start_weights(engine::Engine& model) const;
 
   EvalSchedule& evals() { return evals_; }
+  // An evaluation done: its row appended to `evals` (training time wall_s;
+  // spent, the seconds it took, is recorded as 0 for virtual learners, whose
+  // evaluations take no virtual time, so that repeat runs are equal), the
+  // schedule marked done, and the log line printed (unless quiet).
+  void evaluated(std::vector<io::EvalRecord>& evals, double epoch, std::int64_t clock, double wall_s,
+                 const Eval& e, double spent);
   bool diverged(double loss) const;
   void warn_diverged(std::int64_t clock, double loss) const;
   // A progress line is due (never when quiet); printed() restarts the interval.

@@ -147,11 +147,7 @@ class Single {
   void evaluate_now() {
     const auto t0 = Clock::now();
     const Eval e = evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
-    res_.evals.push_back({epoch(), clock_, train_s_, e.loss, e.error, seconds_since(t0)});
-    s_.evals().done(epoch());
-    if (!s_.opt().quiet)
-      spdlog::info("eval  epoch {:.2f}  test loss {:.4f}  test error {:.2f}%  ({:.1f}s, off the clock)",
-                   res_.evals.back().epoch, e.loss, 100 * e.error, res_.evals.back().eval_s);
+    s_.evaluated(res_.evals, epoch(), clock_, train_s_, e, seconds_since(t0));
   }
 
   void checkpoint() {

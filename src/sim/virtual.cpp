@@ -312,15 +312,8 @@ class VirtualRun {
   void evaluate_now() {
     Kokkos::deep_copy(host_view(eng_.params()), core_.weights());
     eng_.params_changed();
-    const ps::Eval e =
-        ps::evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
-    // eval_s 0: evaluation takes no virtual time, and a measured time would
-    // make repeat runs differ
-    res_.evals.push_back({core_.epoch(), core_.clock(), now_, e.loss, e.error, 0.0});
-    s_.evals().done(core_.epoch());
-    if (!s_.opt().quiet)
-      spdlog::info("eval  epoch {:.2f}  update {}  test error {:.2f}%  (virtual time {:.1f}s)",
-                   core_.epoch(), core_.clock(), 100 * e.error, now_);
+    const ps::Eval e = ps::evaluate(eng_, data_.test, cfg_.eval_batch, cfg_.eval_samples);
+    s_.evaluated(res_.evals, core_.epoch(), core_.clock(), now_, e, 0.0);
   }
 
   void progress(Clock::time_point wall0) {
