@@ -63,6 +63,7 @@ struct Net::Impl {
   DevBuf<float> params, grads, inc, fetched;
   std::vector<DevBuf<float>> acts;
   DevBuf<float> grad_a, grad_b, dlogits, probs, x;
+  DevBuf<float> ones;  // 1s, as many as a bias gradient sums rows (bias_grad)
   DevBuf<std::int32_t> labels, row_wrong;
   DevBuf<double> row_loss;
   DevBuf<unsigned char> workspace;
@@ -92,6 +93,7 @@ struct Net::Impl {
   void forward(GpuLayer& L, index_t n, const float* in, float* out, bool train, std::uint64_t seed);
   // dx == nullptr: no input gradient wanted.
   void backward(GpuLayer& L, index_t n, const float* in, const float* out, const float* dy, float* dx);
+  void bias_grad(const float* dy, index_t rows, index_t f, float* db);
   void conv_forward(GpuLayer& L, index_t n, const float* in, float* out);
   void dense_forward(GpuLayer& L, index_t n, const float* in, float* out);
   void conv_backward(GpuLayer& L, index_t n, const float* in, const float* dy, float* dx);
