@@ -11,7 +11,7 @@ line that names the commands, how long they took, the CPU, the BLAS kernel,
 the commit and the date. The text outside the blocks is the page's own and is
 never touched. A section is written as soon as it ends (temporary file, then
 rename), so a run that is stopped keeps what it finished; a section that
-fails, or whose needs (root, PyTorch, an OpenMP or Open MPI build) are not
+fails, or whose needs (root, PyTorch, an OpenMP or Open MPI build, a GPU) are not
 met, keeps its earlier block and is named at the end (exit 1 when one
 failed).
 
@@ -105,6 +105,8 @@ SECTIONS = [
                          "--plant '--candidate-hog 2:0.25' --plant \"--candidate-prefix 'taskset -c 0'\" "
                          "> {w}/gate.log && cat {w}/gate/summary.txt"],
             what="how often the CI gate cries wolf on the same commit, and what planted slowdowns it flags"),
+    Section("gpu", 8, ["tools/gpu-check.sh --out {w}/gpu --steps 50"], needs=["gpu"], start=r"^== gpu-bench ==$",
+            what="GPU learners: the GPU tests, steps against cuBLAS SGEMM, lenet against a CPU learner, staging"),
     Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b} --work {w}",
                             "{b}/bench_report --benchmark_color=false"], start=r"^-{10}",
             what="planning, submitting and reporting large suites"),
@@ -139,6 +141,8 @@ def need_met(need):
         return subprocess.run([PY, "-c", "import torch, h5py"], capture_output=True).returncode == 0
     if need == "openmp":
         return os.access(os.path.join(ROOT, "build/openmp/asgd_micro"), os.X_OK)
+    if need == "gpu":
+        return subprocess.run("nvidia-smi -L", shell=True, capture_output=True).returncode == 0
     if need == "ompi":
         return os.access(os.path.join(ROOT, "build/ompi/asgd"), os.X_OK)
     return False
