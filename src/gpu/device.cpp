@@ -36,24 +36,19 @@ std::string DeviceInfo::describe() const {
 DeviceInfo device_info(int device) {
   cudaDeviceProp p{};
   check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
-  DeviceInfo d;
-  d.index = device;
-  d.name = p.name;
-  d.cc_major = p.major;
-  d.cc_minor = p.minor;
-  d.multiprocessors = p.multiProcessorCount;
-  d.memory_gib = static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
   int rt = 0;
   cudaRuntimeGetVersion(&rt);
-  d.runtime_version = fmt::format("{}.{}", rt / 1000, rt % 1000 / 10);
   const std::size_t dnn = cudnnGetVersion();
-  d.cudnn_version = fmt::format("{}.{}.{}", dnn / 10000, dnn % 10000 / 100, dnn % 100);
   int major = 0, minor = 0, patch = 0;
   cublasGetProperty(MAJOR_VERSION, &major);
   cublasGetProperty(MINOR_VERSION, &minor);
   cublasGetProperty(PATCH_LEVEL, &patch);
-  d.cublas_version = fmt::format("{}.{}.{}", major, minor, patch);
-  return d;
+  return {.index = device, .name = p.name, .cc_major = p.major, .cc_minor = p.minor,
+          .multiprocessors = p.multiProcessorCount,
+          .memory_gib = static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
+          .cudnn_version = fmt::format("{}.{}.{}", dnn / 10000, dnn % 10000 / 100, dnn % 100),
+          .cublas_version = fmt::format("{}.{}.{}", major, minor, patch),
+          .runtime_version = fmt::format("{}.{}", rt / 1000, rt % 1000 / 10)};
 }
 
 int pick_device(int node_learner_index) {
