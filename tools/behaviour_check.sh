@@ -14,9 +14,10 @@
 #   --out DIR      where the runs write (default build/behaviour/runs; emptied first)
 #
 # The runs (OPENBLAS_NUM_THREADS=1, one thread): one learner (mlp, Fashion-MNIST);
-# MPI hardsync, 2 learners, 1 server (mpiexec -n 3); virtual 30-learner softsync
+# MPI hardsync, 2 learners, 1 server (mpiexec -n 3); MPI allreduce, 3 learners; virtual 30-learner softsync
 # with fixed timing; virtual nsync (8 learners, n_sync 4, lognormal timing);
-# 4 virtual learners with each merge rule but the sum, with DC-ASGD and with EASGD.
+# 4 virtual learners with each merge rule but the sum, with DC-ASGD, with EASGD and with
+# SSP (staleness 1, a straggler, so that learners are held).
 # Compared exactly: /updates, /evals, /staleness/histogram, the per-learner
 # counts, status and the summary's counts and errors. Wall-clock columns of real
 # runs (wall_s, eval_s, timing columns) are measured, so they are left out there;
@@ -62,6 +63,8 @@ run_set() {  # $1 binary, $2 folder
     --results "$dir" --run-id single
   mpiexec -n 3 "$bin" train --model mlp "${FM[@]}" --epochs 0.25 --eval-every 0.05 --batch 32 \
     --learners 2 --servers 1 --protocol hardsync --results "$dir" --run-id mpi-hardsync
+  mpiexec -n 3 "$bin" train --model mlp "${FM[@]}" --epochs 0.25 --eval-every 0.05 --batch 32 \
+    --learners 3 --protocol allreduce --weight-decay 0.0005 --results "$dir" --run-id mpi-allreduce
   "$bin" train --model mlp "${SYN[@]}" --epochs 2 --eval-every 0.25 --batch 8 --virtual \
     --learners 30 --protocol softsync --n 3 --lr-policy staleness --timing fixed \
     --compute-s 0.01 --comm-s 0.002 --results "$dir" --run-id virtual-softsync
@@ -77,6 +80,7 @@ run_set() {  # $1 binary, $2 folder
     --run-id virtual-merge-adagrad
   "$bin" train "${V[@]}" --protocol dcasgd --run-id virtual-dcasgd
   "$bin" train "${V[@]}" --protocol easgd --tau 4 --run-id virtual-easgd
+  "$bin" train "${V[@]}" --protocol ssp --staleness 1 --straggler 1 --straggler-factor 3 --run-id virtual-ssp
 }
 echo "== runs with the base $short"
 run_set "$old" "$out/old"
@@ -138,8 +142,8 @@ for path in sorted(glob.glob(os.path.join(old_dir, "*", "runs", "*.h5"))):
             print(f"same {rel}: {rows} updates, {len(a['evals']['clock'])} evaluations, status "
                   f"{a.attrs.get('status')}")
 n = len(glob.glob(os.path.join(old_dir, "*", "runs", "*.h5")))
-if n != 9:
-    print(f"expected 9 results files from the base, found {n}"); bad += 1
+if n != 11:
+    print(f"expected 11 results files from the base, found {n}"); bad += 1
 print("behaviour preserved: every series bit-identical" if not bad else f"{bad} file(s) differ")
 sys.exit(1 if bad else 0)
 EOF

@@ -2,8 +2,8 @@
 // learner; each computes a gradient on its own minibatch, the ranks sum the
 // gradients (and their loss and error counts) with a non-blocking
 // MPI_Iallreduce, and each applies the same update, the server rule of
-// hardsync (the mean of the L gradients, the rate for the epoch before the
-// update), so every rank holds the same weights. Rank 0 evaluates, checkpoints
+// hardsync (UpdateRule::scales of L gradients of staleness 0: their mean, the
+// rate for the epoch before the update), so every rank holds the same weights. Rank 0 evaluates, checkpoints
 // and writes the results; every rank resumes from its checkpoint.
 #include "ps/allreduce.hpp"
 
@@ -122,9 +122,11 @@ class AllreduceRun {
               "Iallreduce");
     polite_wait_all(2, req, Wait::transfer, "the gradients of every learner (allreduce)");
     reduce_s_ += seconds_since(t1);
-    // the hardsync server's update: the mean of the L gradients
+    // the hardsync server's update through the same rule: L gradients of
+    // staleness 0, their scale (the mean) and the step's rate factor
+    const UpdateRule::Scales sc = rule_.scales(zero_taus_);
     eng_.sgd_update(static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-                    static_cast<real_t>(cfg_.weight_decay), static_cast<real_t>(1.0 / L_));
+                    static_cast<real_t>(cfg_.weight_decay * sc.rate), static_cast<real_t>(sc.gradient));
     eng_.synchronize();
     const std::int64_t samples = r.samples * L_;
     samples_ += samples;
@@ -207,6 +209,7 @@ class AllreduceRun {
   engine::Engine& eng_;
   int L_, l_;
   UpdateRule rule_;
+  std::vector<std::int64_t> zero_taus_ = std::vector<std::int64_t>(static_cast<std::size_t>(L_), 0);
   LocalSteps local_;
   data::Sampler sampler_;
   io::RunResult& res_;

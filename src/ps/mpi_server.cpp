@@ -212,36 +212,12 @@ void Server::on_push(int src) {
     sleep_s(injected_server_costs().update_s);
     after_update();
   }
+  // the learners this push lets go (ShardCore::answer); at the end every
+  // learner SSP still holds is answered too (stop)
   const ReplyHeader rh{core_.clock(), stopping_ ? 1 : 0, 0, 0};
-  if (core_.rule().barrier()) {
-    if (update)
-      for (int p : core_.last_update_learners()) reply(p + S_, rh);
-    return;
-  }
-  held_.push_back(l);
-  release_held(rh);
-}
-
-// SSP: a learner more than s clocks ahead of the slowest waits here for its
-// reply; every other protocol lets every learner through at once. At the end
-// every held learner is answered (stop).
-void Server::release_held(const ReplyHeader& rh) {
-  const std::int64_t slowest = core_.slowest();
-  std::vector<int> still;
-  for (int q : held_) {
-    if (core_.rule().may_reply(core_.applied(q), slowest))
-      reply(q + S_, rh);
-    else
-      still.push_back(q);
-  }
-  core_.note_held(still);  // counted before the end lets them go
-  held_.clear();
-  for (int q : still) {
-    if (stopping_)
-      reply(q + S_, rh);
-    else
-      held_.push_back(q);
-  }
+  for (int p : core_.answer(l, update)) reply(p + S_, rh);
+  if (stopping_)
+    for (int q : core_.release_all()) reply(q + S_, rh);
 }
 
 // Waits until every learner that was sent a reply has copied the weights.

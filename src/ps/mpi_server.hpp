@@ -47,7 +47,6 @@ class Server {
   double train_clock() const;
   void reply(int learner_rank, ReplyHeader h);
   void on_push(int src);
-  void release_held(const ReplyHeader& rh);
   void drain_readers();
   void after_update();
   void progress();
@@ -69,7 +68,6 @@ class Server {
   ShardCore core_;
   const SharedWindows* shm_ = nullptr;
   int readers_ = 0;  // learners sent a reply that have not said kPullDone
-  std::vector<int> held_;  // SSP: learners whose reply waits for the slowest
   double train_s_ = 0, paused_s_ = 0, warm_up_s_ = 0, started_unix_ = 0;
   Clock::time_point start_;
   std::int64_t win_samples_ = 0;

@@ -48,6 +48,21 @@ class UpdateRule {
   double final_scale(std::span<const std::int64_t> taus) const {
     return policy_->final_scale(taus.data(), taus.size());
   }
+  // An update of gradients with staleness taus: the scale of their sum,
+  // final_scale(taus), and the rate factor of the whole step, that scale
+  // times the sum of factor(tau) (weight decay is scaled by it too: it is the
+  // gradient of the L2 term of the same objective, so a staleness-scaled run,
+  // with n times the updates per epoch, does not decay weights n times as
+  // hard). Constant rates: 1/c and 1. The shards and allreduce both ask it.
+  struct Scales {
+    double gradient = 1, rate = 1;
+  };
+  Scales scales(std::span<const std::int64_t> taus) const {
+    double factor_sum = 0;
+    for (auto t : taus) factor_sum += factor(t);
+    const double scale = final_scale(taus);
+    return {scale, scale * factor_sum};
+  }
   const protocol::Protocol& protocol() const { return *protocol_; }
   // How the server merges a pushed delta: nsync's weights delta by the run's
   // merge rule, EASGD's elastic difference by the sum.

@@ -52,6 +52,23 @@ void ShardCore::note_held(const std::vector<int>& held) {
   series_.updates.back().clock_spread = *hi - *lo;
 }
 
+std::vector<int> ShardCore::answer(int l, bool update) {
+  if (rule_.barrier()) return update ? last_learners_ : std::vector<int>{};
+  held_.push_back(l);
+  const std::int64_t low = slowest();
+  std::vector<int> go, still;
+  for (int q : held_) (rule_.may_reply(counts_[static_cast<std::size_t>(q)], low) ? go : still).push_back(q);
+  held_.swap(still);
+  note_held(held_);
+  return go;
+}
+
+std::vector<int> ShardCore::release_all() {
+  std::vector<int> go;
+  go.swap(held_);
+  return go;
+}
+
 std::int64_t ShardCore::slowest() const { return *std::min_element(counts_.begin(), counts_.end()); }
 
 bool ShardCore::accept(const Arrival& a, double now_s, const nn::View* payload) {
@@ -97,12 +114,11 @@ bool ShardCore::accept_payload(const Arrival& a, double now_s, const nn::View& i
 
 void ShardCore::apply_update(double now_s, const nn::View& payload) {
   std::vector<std::int64_t> taus;
-  double factor_sum = 0, loss = 0;
+  double loss = 0;
   std::int64_t samples = 0, wrong = 0;
   last_learners_.clear();
   for (const auto& p : pending_) {
     taus.push_back(p.tau);
-    factor_sum += rule_.factor(p.tau);
     samples += p.a.samples;
     loss += p.a.loss_sum;
     wrong += p.a.wrong;
@@ -118,18 +134,13 @@ void ShardCore::apply_update(double now_s, const nn::View& payload) {
   const double lr = scheduled_lr(cfg_, epoch());
   double rate = rule_.delta() ? merge_rate_ : lr;
   if (!rule_.delta()) {
-    const double scale = rule_.final_scale(taus);
+    const UpdateRule::Scales sc = rule_.scales(taus);  // weight decay scaled with the step
     const bool direct = rule_.gradients_per_update() == 1;
-    // The rate factor scales each learner's whole step, weight decay included
-    // (it is the gradient of the L2 term of the same objective): otherwise a
-    // staleness-scaled run, with n times the updates per epoch, would decay
-    // weights n times as hard as hardsync. Constant rates: factor 1, as before.
-    const double rate_factor = scale * factor_sum;
     kernels::sgd_update<nn::Space>(len_, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-                                   static_cast<real_t>(cfg_.weight_decay * rate_factor),
-                                   direct ? payload : acc_, inc_, w_,
-                                   static_cast<real_t>(direct ? scale * rule_.factor(taus[0]) : scale));
-    rate = lr * rate_factor;
+                                   static_cast<real_t>(cfg_.weight_decay * sc.rate), direct ? payload : acc_,
+                                   inc_, w_,
+                                   static_cast<real_t>(direct ? sc.gradient * rule_.factor(taus[0]) : sc.gradient));
+    rate = lr * sc.rate;
   }
   Kokkos::fence();
   pending_.clear();

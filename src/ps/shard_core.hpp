@@ -49,10 +49,17 @@ class ShardCore {
   // Pushes of `learner` applied, and of the slowest learner (SSP's clocks).
   std::int64_t applied(int learner) const { return counts_[static_cast<std::size_t>(learner)]; }
   std::int64_t slowest() const;
-  // SSP: the learners now held back; a held learner has not advanced into the
-  // clock its last push completed, so the last update's clock spread counts it
-  // one clock lower (then the spread never exceeds s).
-  void note_held(const std::vector<int>& held);
+  // The learners whose replies learner l's push lets go, in order: for a
+  // barrier, the last update's learners when the push completed one (else
+  // none); otherwise l joins the held learners and those the protocol's
+  // may_reply lets through leave, in the order they came (SSP holds a learner
+  // more than s clocks ahead of the slowest; every other protocol none).
+  std::vector<int> answer(int l, bool update);
+  // Every held learner, let go (the run ends).
+  std::vector<int> release_all();
+  // The held learners (checkpoints), and one held again (a resume).
+  const std::vector<int>& held() const { return held_; }
+  void hold(int l) { held_.push_back(l); }
 
   std::int64_t clock() const { return clock_; }
   std::int64_t samples() const { return samples_; }
@@ -78,6 +85,10 @@ class ShardCore {
   };
   bool accept_payload(const Arrival& a, double now_s, const nn::View& in);
   void apply_update(double now_s, const nn::View& payload);
+  // SSP: a held learner has not advanced into the clock its last push
+  // completed, so the last update's clock spread counts it one clock lower
+  // (then the spread never exceeds s).
+  void note_held(const std::vector<int>& held);
   // nsync: merges a pushed change of weights (rule_.merge()); returns the rate shown.
   double merge_delta(const nn::View& d);
 
@@ -91,6 +102,7 @@ class ShardCore {
   double merge_rate_ = 0;  // the rate of the last merged delta
   std::vector<Pending> pending_;
   std::vector<int> last_learners_;
+  std::vector<int> held_;  // SSP: learners whose reply waits for the slowest
   std::vector<io::LearnerCursor> cursors_;
   std::vector<std::int64_t> counts_, samples_by_;
   io::RunResult series_;

@@ -121,21 +121,15 @@ class VirtualRun {
           return RunStatus::diverged;
         }
         if (core_.done()) {  // the clock spread of the last update, as if it went on
-          held_.push_back(l);
-          release_held(false);
+          core_.answer(l, update);
           return RunStatus::completed;
         }
         if (s_.evals().due(core_.epoch())) evaluate_now();
       }
-      if (!rule_.barrier()) {
-        held_.push_back(l);
-        release_held();
-      } else if (update) {
-        for (int p : core_.last_update_learners()) {
-          Learner& q = learners_[static_cast<std::size_t>(p)];
-          q.timing.wait_s += now_ - q.push_at;
-          start_cycle(p, now_);
-        }
+      for (int p : core_.answer(l, update)) {  // the learners this push lets go start again
+        Learner& q = learners_[static_cast<std::size_t>(p)];
+        q.timing.wait_s += now_ - q.push_at;
+        start_cycle(p, now_);
       }
       if (cluster_) {
         cluster_->release(released_);
@@ -182,24 +176,6 @@ class VirtualRun {
  private:
   nn::View host_view(real_t* p) const { return nn::View(p, P_); }
   bool elastic() const { return rule_.elastic_alpha() > 0; }
-
-  // SSP: a learner more than s clocks ahead of the slowest waits (held) for
-  // the slowest to push; every other protocol lets it start again at once.
-  void release_held(bool start = true) {
-    const std::int64_t slowest = core_.slowest();
-    std::vector<int> still;
-    for (int q : held_) {
-      if (!rule_.may_reply(core_.applied(q), slowest)) {
-        still.push_back(q);
-      } else if (start) {
-        Learner& ln = learners_[static_cast<std::size_t>(q)];
-        ln.timing.wait_s += now_ - ln.push_at;
-        start_cycle(q, now_);
-      }
-    }
-    held_.swap(still);
-    core_.note_held(held_);
-  }
 
   TimingFigures fresh_start() {
     s_.start_weights(eng_);
@@ -365,7 +341,7 @@ class VirtualRun {
       if (elastic()) append(v.centre, ln.centre);
     }
     v.timing_rng = timing_->save();
-    v.held.assign(held_.begin(), held_.end());
+    v.held.assign(core_.held().begin(), core_.held().end());
     return v;
   }
 
@@ -400,7 +376,7 @@ class VirtualRun {
     for (auto q : v.held) {
       if (q < 0 || q >= L_) throw Error(fmt::format("{}: the checkpoint's held learners do not fit this run",
                                                     s_.paths().checkpoint));
-      held_.push_back(q);
+      core_.hold(q);
     }
     res_.evals = ck.progress.evals;
     minibatch_error_ = ck.progress.minibatch_error;
@@ -421,7 +397,6 @@ class VirtualRun {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   double now_ = 0, warm_s_ = 0;
-  std::vector<int> held_;  // SSP: learners waiting for the slowest
   io::RunResult& res_;
   std::optional<Modelled> model_;              // --profile: the performance model's figures
   std::unique_ptr<perf::Cluster> cluster_;     // and the model itself
