@@ -74,7 +74,7 @@ struct TrainConfig {
   double compute_s = 0;              // mean compute time per minibatch (0: calibrate)
   double compute_cv = 0.1;           // coefficient of variation (normal, lognormal)
   double comm_s = 0;                 // push + pull time per exchange (0: calibrate)
-  int straggler = -1;                // learner that is straggler_factor times slower (-1: none)
+  std::optional<int> straggler;      // learner that is straggler_factor times slower (absent: none)
   double straggler_factor = 1;
   // A machine profile (YAML, perf/profile.hpp): the virtual clock models
   // server shards, links and cores with its figures (perf/cluster.hpp).

@@ -347,13 +347,14 @@ std::vector<Field<C>> virtual_fields() {
        .option = {"--comm-s", "Virtual: push + pull time per exchange (0: measure)"},
        .range = depends("in [0, 1e6]")},
       {.key = "straggler", .member = &C::straggler,
-       .option = {"--straggler", "Virtual: index of a slow learner (-1: none)"},
-       .suite = {.check_alone = false, .has_min = true, .min = -1},
+       .option = {"--straggler", "Virtual: index of a slow learner (default: none)"},
+       .suite = {.check_alone = false, .has_min = true, .min = 0},
        .check = [](const C& c, Problems& p) {
-         need(p, c.straggler >= -1 && c.straggler < c.learners,
-              fmt::format("straggler {} must be -1 (none) or a learner index below {}", c.straggler, c.learners));
+         if (c.straggler)
+           need(p, *c.straggler >= 0 && *c.straggler < c.learners,
+                fmt::format("straggler {} must be a learner index in 0..{}", *c.straggler, c.learners - 1));
        },
-       .range = depends("-1 (none) or in 0..learners-1")},
+       .range = depends("in 0..learners-1")},
       {.key = "profile", .member = &C::profile,
        .option = {"--profile", "Virtual: machine profile (YAML; asgd calibrate writes one): model server shards, "
                                "links and cores with its figures"},

@@ -264,6 +264,8 @@ std::string config_hash(const TrainConfig& c) {
     if (!f.hashed) j.erase(f.key);
   // merge sum given is the rule run without one: the same run id as ever
   if (c.merge == protocol::kDefaultMerge) j.erase("merge");
+  // no straggler hashes as the -1 that said "none" before it was absence: run ids stay
+  if (!c.straggler) j["straggler"] = -1;
   // replace: the same text as dump() for every valid config; a path that is
   // not UTF-8 (refused by validate(), but suites hash runs before validating
   // them) must not throw here.

@@ -43,7 +43,7 @@ double Timing::compute(int l) {
     const double s2 = std::log(1 + cv * cv);
     t = compute_s_ * std::exp(std::sqrt(s2) * normal(l) - s2 / 2);
   }
-  return l == cfg_.straggler ? t * cfg_.straggler_factor : t;
+  return cfg_.straggler && l == *cfg_.straggler ? t * cfg_.straggler_factor : t;
 }
 
 nlohmann::json Timing::describe(bool calibrated) const {
@@ -51,7 +51,7 @@ nlohmann::json Timing::describe(bool calibrated) const {
           {"compute_s", compute_s_},
           {"compute_cv", cv_},
           {"comm_s", comm_s_},
-          {"straggler", cfg_.straggler},
+          {"straggler", cfg_.straggler ? nlohmann::json(*cfg_.straggler) : nlohmann::json(nullptr)},
           {"straggler_factor", cfg_.straggler_factor},
           {"calibrated", calibrated},
           {"note", "virtual clock: gradients are computed for real on each learner's stale "

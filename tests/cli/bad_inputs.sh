@@ -96,6 +96,7 @@ expect_error "max steps negative" "max steps -1" -- "$asgd" train "${syn[@]}" --
 expect_error "checkpoint every negative" "checkpoint every -5" -- "$asgd" train "${syn[@]}" --checkpoint-every -5
 expect_error "learners negative" "learners -1 must be in 1..65536" -- "$asgd" train "${syn[@]}" --learners -1
 expect_error "straggler out of range" "straggler 5" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --straggler 5
+expect_error "straggler -1 (none is no value)" "straggler -1" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --straggler -1
 expect_error "compute cv negative" "compute cv -1 must be >= 0" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --compute-cv -1
 expect_error "unknown timing" "timing 'fast' unknown" -- "$asgd" train "${syn[@]}" --virtual --learners 2 --timing fast
 expect_error "protocol in capitals" "protocol 'SoftSync' unknown" -- "$asgd" train "${syn[@]}" --protocol SoftSync

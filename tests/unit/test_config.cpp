@@ -231,6 +231,19 @@ TEST(Config, OptionalFieldsThroughJson) {
   nlohmann::json given = nlohmann::json::object();
   given["lambda_dc"] = -1;
   EXPECT_EQ(given.get<asgd::TrainConfig>().lambda_dc, -1.0);
+  // no straggler: absent, stored without it, read back from an older file's -1, the same hash
+  EXPECT_FALSE(nlohmann::json(asgd::TrainConfig{}).contains("straggler"));
+  nlohmann::json with_old = nlohmann::json(asgd::TrainConfig{});
+  with_old["straggler"] = -1;
+  EXPECT_NO_THROW(asgd::check_same_config(asgd::TrainConfig{}, with_old.dump(), "old.h5"));
+  asgd::TrainConfig slow;
+  slow.virtual_learners = true;
+  slow.learners = 2;
+  slow.straggler = -1;  // a value given: refused
+  EXPECT_EQ(asgd::validate(slow).size(), 1u);
+  slow.straggler = 1;
+  EXPECT_TRUE(asgd::validate(slow).empty());
+  EXPECT_NE(asgd::config_hash(slow), asgd::config_hash(asgd::TrainConfig{}));
 }
 
 TEST(Text, Utf8) {
