@@ -322,27 +322,10 @@ void Server::checkpoint() {
   ck.shard_index = k_;
   ck.shard_count = S_;
   ck.shard_offset = shard_.offset;
-  ck.weights = to_host(core_.weights());
-  ck.momentum = to_host(core_.momentum());
-  ck.cursors = core_.cursors();
-  ck.progress.updates = core_.series().updates;
+  core_.fill_checkpoint(ck);
   ck.progress.evals = evals_;
-  ck.progress.staleness_histogram = core_.series().staleness_histogram;
-  ck.progress.learners = learner_rows();
+  ck.progress.learners = core_.learner_rows(timing_);
   io::write_checkpoint(shard_checkpoint(s_.paths(), k_), ck);
-}
-
-std::vector<io::LearnerTiming> Server::learner_rows() const {
-  std::vector<io::LearnerTiming> rows = core_.learner_counts();
-  for (std::size_t l = 0; l < rows.size(); ++l) {
-    rows[l].compute_s = timing_[l].compute_s;
-    rows[l].wait_s = timing_[l].wait_s;
-    rows[l].push_s = timing_[l].push_s;
-    rows[l].pull_s = timing_[l].pull_s;
-    rows[l].stage_s = timing_[l].stage_s;
-    rows[l].pushed = timing_[l].pushed;
-  }
-  return rows;
 }
 
 void Server::wait_for_finish() {
@@ -368,7 +351,7 @@ io::RunResult Server::finish_result() {
   res.staleness_histogram = core_.series().staleness_histogram;
   res.evals = evals_;
   res.status = status_;
-  res.learners = learner_rows();
+  res.learners = core_.learner_rows(timing_);
   res.summary.train_time_s = train_clock();
   res.summary.warm_up_s = warm_up_s_;
   res.train_started = started_unix_;

@@ -53,7 +53,6 @@ class Server {
   void run_eval();
   void checkpoint_paused();
   void checkpoint();
-  std::vector<io::LearnerTiming> learner_rows() const;
   void wait_for_finish();
   io::RunResult finish_result();
 

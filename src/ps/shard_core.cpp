@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ps/run_parts.hpp"
 #include "ps/trainer.hpp"
 
 namespace asgd::ps {
@@ -165,6 +166,28 @@ std::vector<io::LearnerTiming> ShardCore::learner_counts() const {
     rows[l].samples = samples_by_[l];
   }
   return rows;
+}
+
+std::vector<io::LearnerTiming> ShardCore::learner_rows(const std::vector<io::LearnerTiming>& timing) const {
+  std::vector<io::LearnerTiming> rows = learner_counts();
+  for (std::size_t l = 0; l < rows.size() && l < timing.size(); ++l) {
+    const io::LearnerTiming& t = timing[l];
+    rows[l].compute_s = t.compute_s;
+    rows[l].wait_s = t.wait_s;
+    rows[l].push_s = t.push_s;
+    rows[l].pull_s = t.pull_s;
+    rows[l].stage_s = t.stage_s;
+    rows[l].pushed = t.pushed;
+  }
+  return rows;
+}
+
+void ShardCore::fill_checkpoint(io::Checkpoint& ck) const {
+  ck.weights = to_host(w_);
+  ck.momentum = to_host(inc_);
+  ck.cursors = cursors_;
+  ck.progress.updates = series_.updates;
+  ck.progress.staleness_histogram = series_.staleness_histogram;
 }
 
 void ShardCore::restore(const io::Checkpoint& ck) {

@@ -73,6 +73,12 @@ class ShardCore {
   const io::RunResult& series() const { return series_; }
   // per-learner gradients and samples (timing fields left to the caller)
   std::vector<io::LearnerTiming> learner_counts() const;
+  // The same rows with the timing columns (compute, wait, push, pull, stage,
+  // pushed) of `timing`, one row per learner in learner order.
+  std::vector<io::LearnerTiming> learner_rows(const std::vector<io::LearnerTiming>& timing) const;
+  // A checkpoint's shard part: weights, momentum, the learners' data cursors,
+  // the updates and the staleness histogram so far.
+  void fill_checkpoint(io::Checkpoint& ck) const;
   const std::vector<io::LearnerCursor>& cursors() const { return cursors_; }
 
   // Continue from a checkpoint: weights, momentum, clock, samples, series, counts.

@@ -152,23 +152,20 @@ class VirtualRun {
     res_.updates = core_.series().updates;
     res_.staleness_histogram = core_.series().staleness_histogram;
     res_.minibatch_error = minibatch_error_;
-    res_.learners = core_.learner_counts();
+    std::vector<io::LearnerTiming> timing;
     for (int l = 0; l < L_; ++l) {
-      const auto& t = learners_[static_cast<std::size_t>(l)].timing;
-      auto& row = res_.learners[static_cast<std::size_t>(l)];
-      row.compute_s = t.compute_s;
-      row.wait_s = t.wait_s;
-      row.push_s = t.push_s;
-      row.pull_s = t.pull_s;
+      io::LearnerTiming t = learners_[static_cast<std::size_t>(l)].timing;
       if (cluster_) {  // the performance model's own account
         const perf::LearnerTimes& m = cluster_->times(l);
-        row.compute_s = m.compute_s;
-        row.wait_s = m.wait_s;
-        row.push_s = m.push_s;
-        row.pull_s = m.pull_s;
-        row.stage_s = m.stage_s;
+        t.compute_s = m.compute_s;
+        t.wait_s = m.wait_s;
+        t.push_s = m.push_s;
+        t.pull_s = m.pull_s;
+        t.stage_s = m.stage_s;
       }
+      timing.push_back(t);
     }
+    res_.learners = core_.learner_rows(timing);
     // the final weights, as a checkpoint (for warm starts and comparisons)
     s_.finish(res_, status, now_, core_.epoch(), [&] { checkpoint(false); });
   }
@@ -304,12 +301,8 @@ class VirtualRun {
 
   void checkpoint(bool with_learners) {
     io::Checkpoint ck = s_.checkpoint(core_.clock(), core_.epoch(), now_, P_);
-    ck.weights = ps::to_host(core_.weights());
-    ck.momentum = ps::to_host(core_.momentum());
-    ck.cursors = core_.cursors();
     ck.progress = res_;
-    ck.progress.updates = core_.series().updates;
-    ck.progress.staleness_histogram = core_.series().staleness_histogram;
+    core_.fill_checkpoint(ck);
     ck.progress.minibatch_error = minibatch_error_;
     ck.progress.learners = core_.learner_counts();
     if (with_learners) ck.virtual_state = save_learners();
