@@ -10,12 +10,7 @@
 
 namespace asgd::protocol {
 
-// A registered type: its name, one line for help texts and the docs, the
-// checks of the options it reads (one message per problem, appended), its
-// factory (called after check() found no problem), and the configuration keys
-// of the options only it (and other types that name them) reads: such an
-// option given under a type that does not name it is refused
-// (config/fields.cpp asks reads_option()).
+// The check of a type's options: one message per problem, appended.
 using Check = void (*)(const Options&, std::vector<std::string>&);
 
 // An option a type reads: its configuration key, and the check of its domain
@@ -27,6 +22,11 @@ struct OptionRead {
   Check check;
 };
 
+// A registered type: its name, one line for help texts and the docs, the
+// checks of the options it reads, its factory (called after check() found no
+// problem), and the options only it (and other types that name them) reads:
+// such an option given under a type that does not name it is refused
+// (config/fields.cpp asks readers_of()).
 template <class T>
 struct Entry {
   const char* name;
