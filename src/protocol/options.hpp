@@ -6,10 +6,12 @@
 #include <optional>
 #include <string>
 
+#include "common/defaults.hpp"
+
 namespace asgd::protocol {
 
-// The merge rule of nsync when none is given.
-inline constexpr const char* kDefaultMerge = "sum";
+// The merge rule of nsync when none is given (common/defaults.hpp).
+using asgd::kDefaultMerge;
 
 struct Options {
   std::string protocol;   // a registered protocol's name

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "common/defaults.hpp"
+
 namespace asgd::report::detail {
 
 namespace {
@@ -69,7 +71,7 @@ std::string config_label(const ConfigGroup& g) {
   if (r.protocol == "nsync" && !r.n_sync.empty()) s += " n_sync=" + r.n_sync;
   if (!r.lr_policy.empty()) s += " lr=" + r.lr_policy;
   if (!r.batch.empty()) s += " batch=" + r.batch;
-  if (!r.merge.empty() && r.merge != "sum") s += " merge=" + r.merge;
+  if (!r.merge.empty() && r.merge != kDefaultMerge) s += " merge=" + r.merge;
   if (r.warm) s += " warm";
   return s;
 }

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/defaults.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "common/nesting.hpp"
@@ -121,7 +122,7 @@ RunInfo load_run(const std::string& path) {
   if (const json* v = config_field(info.config, "warm_steps"); v && v->is_number()) info.warm = v->get<double>() > 0;
   if (r.protocol == "nsync") {
     const json* v = config_field(info.config, "merge");
-    info.merge = v && v->is_string() ? v->get<std::string>() : "sum";
+    info.merge = v && v->is_string() ? v->get<std::string>() : kDefaultMerge;
   }
   info.smoothed_train_error = smoothed_train_error(r.updates, kSmoothingWindow, info.per_gradient);
   info.time_to_train_target =

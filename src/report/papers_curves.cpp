@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/defaults.hpp"
 #include "report/papers_detail.hpp"
 
 namespace asgd::report::detail {
@@ -58,7 +59,7 @@ std::string family_label(const ConfigGroup& g, bool with_learners, bool with_n_s
   if (with_learners) s += fmt::format(" L={}", r.learners);
   if (with_n_sync && !r.n_sync.empty()) s += " n_sync=" + r.n_sync;
   if (!r.batch.empty()) s += " batch=" + r.batch;
-  s += " merge=" + (r.merge.empty() ? std::string("sum") : r.merge);
+  s += " merge=" + (r.merge.empty() ? std::string(kDefaultMerge) : r.merge);
   return s + (r.warm ? " warm" : " cold");
 }
 
