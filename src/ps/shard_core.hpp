@@ -41,8 +41,6 @@ class ShardCore {
   // Moves the weights into `memory` (len floats, e.g. a shared-memory window
   // learners copy from); the current values are copied there first.
   void move_weights_to(real_t* memory);
-  // Learners whose gradients made the last update (a barrier replies to them).
-  const std::vector<int>& last_update_learners() const { return last_learners_; }
   // The current weights go to `learner` (a reply): DC-ASGD keeps them as the
   // weights that learner's next gradient is compensated against.
   void sent(int learner);
