@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PNG plots of one suite's results, run by `asgd report`.
 
-usage: plot_report.py SUITE_DIR OUT_DIR [--reference PAPER.json]
+usage: plot_report.py SUITE_DIR OUT_DIR --default-merge RULE [--reference PAPER.json]
 
 Reads SUITE_DIR/runs/*.h5 (layout: results/README.md) and OUT_DIR/speedup.csv
 (written by `asgd report` before it runs this script) and writes into OUT_DIR:
@@ -17,8 +17,11 @@ Reads SUITE_DIR/runs/*.h5 (layout: results/README.md) and OUT_DIR/speedup.csv
 
 Lines are coloured per protocol; diverged runs are dashed and end in a cross
 (plotted as far as they got). Unreadable files are skipped with a warning.
+A stored configuration leaves out what was not given: --default-merge is nsync's merge
+rule when none is stored (`asgd report` passes the one the software uses).
 Needs matplotlib and h5py (Debian: python3-matplotlib python3-h5py).
 """
+import argparse
 import csv
 import glob
 import json
@@ -310,6 +313,13 @@ def claim_runs(claim, runs):
     return out
 
 
+DEFAULT_MERGE = None  # set by main() from --default-merge
+
+
+def merge_of(run):
+    return str(run["config"].get("merge", DEFAULT_MERGE))
+
+
 def paper_curve_panel(ax, claims, runs):
     """Training error against time for the claim's learner counts (Paine: 1 and 8 clients), the
     paper's figures at the right edge, at "the same point of the run"."""
@@ -318,14 +328,14 @@ def paper_curve_panel(ax, claims, runs):
     counts = sorted(int(float(k)) for k in claim["values_by_learners"])
     cmap = plt.get_cmap("tab10")
     styles = ["-", "--", ":", "-."]
-    rules = sorted({str(r["config"].get("merge", "sum")) for r in mine})
+    rules = sorted({merge_of(r) for r in mine})
     t_end = 0.0
     for r in mine:
         t, e = smoothed(r)
         if len(t) == 0:
             continue
         L = r["config"]["learners"]
-        rule = str(r["config"].get("merge", "sum"))
+        rule = merge_of(r)
         ax.plot(t, 100 * e, color=cmap(counts.index(L) % 10),
                 linestyle="-" if L == counts[0] else styles[rules.index(rule) % 4], linewidth=1.2,
                 label=f"ours: L={L}" + (f", merge {rule}" if L > 1 and len(rules) > 1 else ""))
@@ -376,14 +386,15 @@ def plot_paper(reference, out_dir, runs):
 
 
 def main(argv):
-    reference = None
-    if len(argv) == 5 and argv[3] == "--reference":
-        reference = argv[4]
-        argv = argv[:3]
-    if len(argv) != 3:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
-        return 2
-    suite_dir, out_dir = argv[1], argv[2]
+    global DEFAULT_MERGE
+    parser = argparse.ArgumentParser(prog="plot_report.py", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("suite_dir")
+    parser.add_argument("out_dir")
+    parser.add_argument("--default-merge", required=True, help="nsync's merge rule when a run stores none")
+    parser.add_argument("--reference", help="the paper's reference JSON (results/reference/)")
+    args = parser.parse_args(argv[1:])
+    DEFAULT_MERGE = args.default_merge
+    suite_dir, out_dir, reference = args.suite_dir, args.out_dir, args.reference
     os.makedirs(out_dir, exist_ok=True)
     runs = []
     for path in sorted(glob.glob(os.path.join(suite_dir, "runs", "*.h5"))):

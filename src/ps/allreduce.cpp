@@ -70,16 +70,11 @@ class AllreduceRun {
   RunStatus train() {
     res_.train_started = unix_now();
     s_.evals().done(epoch());
+    UpdateHooks hooks{[&] { evaluate_now(); }, [&] { checkpoint(); }, [&] { progress(); }};  // checkpoint: collective
+    if (l_ != 0) hooks.evaluate = hooks.progress = nullptr;
     while (!done()) {
       const double loss = step();
-      if (s_.diverged(loss)) {
-        s_.warn_diverged(clock_, loss);
-        return RunStatus::diverged;
-      }
-      if (done()) break;
-      if (l_ == 0 && s_.evals().due(epoch())) evaluate_now();
-      if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0) checkpoint();  // collective
-      if (l_ == 0 && s_.progress_due()) progress();
+      if (const auto end = s_.after_update(clock_, epoch(), loss, done(), hooks)) return *end;
     }
     return RunStatus::completed;
   }
@@ -146,11 +141,15 @@ class AllreduceRun {
 
   void progress() {
     const auto& u = res_.updates;
-    spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  {:.0f} samples/s  (allreduce {:.0f}% of the time)",
-                 epoch(), cfg_.epochs, clock_, u.empty() ? 0.0 : u.back().train_loss,
-                 static_cast<double>(samples_) / std::max(1e-9, train_s_),
-                 100 * reduce_s_ / std::max(1e-9, compute_s_ + reduce_s_));
-    s_.printed();
+    ProgressLine p;
+    p.epoch = epoch();
+    p.epochs = cfg_.epochs;
+    p.clock = clock_;
+    p.loss = u.empty() ? 0.0 : u.back().train_loss;
+    p.samples_per_s = static_cast<double>(samples_) / std::max(1e-9, train_s_);
+    p.eta_s = (cfg_.epochs - epoch()) * static_cast<double>(data_.train.n) / p.samples_per_s;
+    p.note = fmt::format("(allreduce {:.0f}% of the time)", 100 * reduce_s_ / std::max(1e-9, compute_s_ + reduce_s_));
+    s_.progress(p);
   }
 
   // Every rank's data cursor, at rank 0 (collective).
@@ -189,11 +188,7 @@ class AllreduceRun {
     const auto where = cursors();
     const auto rows = learner_rows();
     if (l_ != 0) return;
-    eng_.params_to_host();
-    io::Checkpoint ck = s_.checkpoint(clock_, epoch(), train_s_, eng_.n_params());
-    ck.weights.assign(eng_.params(), eng_.params() + eng_.n_params());
-    ck.momentum.resize(static_cast<std::size_t>(eng_.n_params()));
-    eng_.get_momentum(ck.momentum.data());
+    io::Checkpoint ck = s_.checkpoint(clock_, epoch(), train_s_, eng_);
     ck.cursors = where;
     ck.progress.updates = res_.updates;
     ck.progress.evals = res_.evals;

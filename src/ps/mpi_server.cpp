@@ -249,30 +249,19 @@ void Server::after_update() {
     // Every shard sees every push (with its samples and loss), so each can
     // tell the end itself and stops applying gradients with server 0.
     if (core_.diverged() || core_.done()) stopping_ = true;
-    if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
+    if (s_.checkpoint_due(clock)) checkpoint_paused();
     return;
   }
-  if (core_.diverged()) {
-    status_ = RunStatus::diverged;
+  const UpdateHooks hooks{[&] { run_eval(); }, [&] { checkpoint_paused(); }, [&] { progress(); }};
+  if (const auto end = s_.after_update(clock, epoch(), core_.series().updates.back().train_loss, core_.done(), hooks)) {
+    status_ = *end;
     stopping_ = true;
-    s_.warn_diverged(clock, core_.series().updates.back().train_loss);
-    return;
   }
-  if (core_.done()) {
-    stopping_ = true;
-    return;
-  }
-  if (s_.evals().due(epoch())) run_eval();
-  if (cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0) checkpoint_paused();
-  progress();
 }
 
 void Server::progress() {
-  if (!s_.progress_due()) return;
   const double t = train_clock();
   const std::int64_t samples = core_.samples();
-  const double rate = static_cast<double>(samples - win_samples_) / std::max(1e-9, t - win_t_);
-  const double total = cfg_.epochs * static_cast<double>(data_->train.n);
   double tau = 0, loss = 0;
   std::size_t n = 0;
   const auto& updates = core_.series().updates;
@@ -280,11 +269,15 @@ void Server::progress() {
     tau += it->mean_tau;
     loss += it->train_loss;
   }
-  spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  {:.0f} samples/s  ETA {}",
-               epoch(), cfg_.epochs, core_.clock(), loss / static_cast<double>(n),
-               tau / static_cast<double>(n), rate,
-               fmt_duration((total - static_cast<double>(samples)) / rate));
-  s_.printed();
+  ProgressLine p;
+  p.epoch = epoch();
+  p.epochs = cfg_.epochs;
+  p.clock = core_.clock();
+  p.loss = loss / static_cast<double>(n);
+  p.mean_tau = tau / static_cast<double>(n);
+  p.samples_per_s = static_cast<double>(samples - win_samples_) / std::max(1e-9, t - win_t_);
+  p.eta_s = (cfg_.epochs * static_cast<double>(data_->train.n) - static_cast<double>(samples)) / p.samples_per_s;
+  s_.progress(p);
   win_samples_ = samples;
   win_t_ = t;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace asgd::ps {
 
@@ -63,11 +64,51 @@ void RunSession::warn_diverged(std::int64_t clock, double loss) const {
     spdlog::warn("diverged at update {}: training loss {} (bound {})", clock, loss, cfg_.diverge_loss);
 }
 
+std::optional<RunStatus> RunSession::ended(std::int64_t clock, double loss, bool done) const {
+  if (diverged(loss)) {
+    warn_diverged(clock, loss);
+    return RunStatus::diverged;
+  }
+  if (done) return RunStatus::completed;
+  return std::nullopt;
+}
+
+bool RunSession::checkpoint_due(std::int64_t clock) const {
+  return cfg_.checkpoint_every > 0 && clock % cfg_.checkpoint_every == 0;
+}
+
+void RunSession::count_update() {
+  if (opt_.abort_after > 0 && ++updates_here_ >= opt_.abort_after)
+    throw Aborted(fmt::format("aborted after {} updates (test hook)", updates_here_));
+}
+
+std::optional<RunStatus> RunSession::after_update(std::int64_t clock, double epoch, double loss, bool done,
+                                                  const UpdateHooks& hooks) {
+  if (const auto end = ended(clock, loss, done)) return end;
+  if (hooks.evaluate && evals_.due(epoch)) hooks.evaluate();
+  if (hooks.checkpoint && checkpoint_due(clock)) hooks.checkpoint();
+  count_update();
+  if (hooks.progress && progress_due()) hooks.progress();
+  return std::nullopt;
+}
+
 bool RunSession::progress_due() const {
   return !opt_.quiet && seconds_since(last_print_) >= opt_.progress_every_s;
 }
 
-void RunSession::printed() { last_print_ = Clock::now(); }
+void RunSession::progress(const ProgressLine& p) {
+  std::string line = fmt::format("epoch {:.2f}/{:g}  update {}", p.epoch, p.epochs, p.clock);
+  if (p.total > 0) line += fmt::format("/{}", p.total);
+  line += fmt::format("  loss {:.4f}", p.loss);
+  if (p.error) line += fmt::format("  err {:.2f}%", 100 * *p.error);
+  if (p.mean_tau) line += fmt::format("  mean tau {:.2f}", *p.mean_tau);
+  line += fmt::format("  {:.0f} samples/s", p.samples_per_s);
+  if (p.gflops > 0) line += fmt::format(" ({:.1f} GFLOP/s)", p.gflops);
+  if (p.eta_s && std::isfinite(*p.eta_s)) line += fmt::format("  ETA {}", fmt_duration(*p.eta_s));
+  if (!p.note.empty()) line += "  " + p.note;
+  spdlog::info("{}", line);
+  last_print_ = Clock::now();
+}
 
 void RunSession::evaluated(std::vector<io::EvalRecord>& evals, double epoch, std::int64_t clock, double wall_s,
                            const Eval& e, double spent) {
@@ -98,6 +139,16 @@ io::Checkpoint RunSession::checkpoint(std::int64_t clock, double epochs, double 
   // the run's configuration travels with it: the reader can then refuse a
   // clock past the run's end by itself
   ck.progress.config_json = nlohmann::json(cfg_).dump();
+  return ck;
+}
+
+io::Checkpoint RunSession::checkpoint(std::int64_t clock, double epochs, double wall_s,
+                                      engine::Engine& eng) const {
+  eng.params_to_host();
+  io::Checkpoint ck = checkpoint(clock, epochs, wall_s, eng.n_params());
+  ck.weights.assign(eng.params(), eng.params() + eng.n_params());
+  ck.momentum.resize(static_cast<std::size_t>(eng.n_params()));
+  eng.get_momentum(ck.momentum.data());
   return ck;
 }
 

@@ -8,8 +8,10 @@
 //   s.resume(path, want)                   a checkpoint, checked, or nothing
 //   s.start_weights(model)                 init from the seed, or the warm-start file
 //   s.evals().due(epoch), s.evaluated(...) the evaluation schedule; a row, its log line
-//   s.diverged(loss)                       the divergence bound
-//   s.progress_due()                       rate-limited progress lines
+//   s.after_update(clock, epoch, loss, done, hooks)
+//                                          after each update: divergence, the end,
+//                                          evaluation, checkpoint, progress (in that order)
+//   s.progress_due(), s.progress(line)     rate-limited progress lines, one format
 //   s.checkpoint(clock, epochs, wall_s)    the fields every checkpoint carries
 //   s.header(res, ...), s.finish(res)      results header, summary, atomic write
 #include <cstdint>
@@ -37,6 +39,26 @@ class EvalSchedule {
 
  private:
   double every_, last_;
+};
+
+// What a driver does after an update. An empty hook: not on this process
+// (allreduce's other ranks, a shard other than server 0).
+struct UpdateHooks {
+  std::function<void()> evaluate;
+  std::function<void()> checkpoint;  // called on every process that has one (allreduce: collective)
+  std::function<void()> progress;
+};
+
+// One progress line; what a driver does not know stays empty.
+struct ProgressLine {
+  double epoch = 0, epochs = 0;
+  std::int64_t clock = 0, total = 0;  // total: the run's updates, 0 when not known ahead
+  double loss = 0;
+  std::optional<double> error, mean_tau;
+  double samples_per_s = 0;
+  double gflops = 0;  // 0: not printed
+  std::optional<double> eta_s;
+  std::string note;  // driver-specific, last
 };
 
 class RunSession {
@@ -73,13 +95,27 @@ class RunSession {
                  const Eval& e, double spent);
   bool diverged(double loss) const;
   void warn_diverged(std::int64_t clock, double loss) const;
-  // A progress line is due (never when quiet); printed() restarts the interval.
+  // The run's end at this update: diverged (warned), or completed when done;
+  // nothing while it goes on.
+  std::optional<RunStatus> ended(std::int64_t clock, double loss, bool done) const;
+  // A periodic checkpoint is due at this clock.
+  bool checkpoint_due(std::int64_t clock) const;
+  // Counts an update of this process; throws Aborted at TrainOptions::abort_after (a test hook).
+  void count_update();
+  // After an update, in this order: ended(), then the evaluation when due,
+  // the checkpoint when due, count_update() and the progress line when due.
+  std::optional<RunStatus> after_update(std::int64_t clock, double epoch, double loss, bool done,
+                                        const UpdateHooks& hooks);
+  // A progress line is due (never when quiet); progress() prints one and
+  // restarts the interval.
   bool progress_due() const;
-  void printed();
+  void progress(const ProgressLine& line);
 
   // A checkpoint with the fields every driver fills the same way.
   io::Checkpoint checkpoint(std::int64_t clock, double epochs, double wall_s,
                             std::int64_t n_params) const;
+  // The same with the weights and momentum of a learner's engine (one learner, allreduce).
+  io::Checkpoint checkpoint(std::int64_t clock, double epochs, double wall_s, engine::Engine& eng) const;
   // Root attributes (config, versions, machine) of the results.
   void header(io::RunResult& res, const RunInfo& info, const std::string& protocol,
               const std::string& mpi_version) const;
@@ -97,6 +133,7 @@ class RunSession {
   std::optional<io::RunLock> lock_;
   EvalSchedule evals_;
   Clock::time_point last_print_ = Clock::now();
+  std::int64_t updates_here_ = 0;
 };
 
 }  // namespace asgd::ps

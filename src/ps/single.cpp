@@ -71,21 +71,14 @@ class Single {
   RunStatus train() {
     win_clock_ = clock_;
     win_train_ = train_s_;
-    std::int64_t steps_here = 0;
     res_.train_started = unix_now();
+    const UpdateHooks hooks{[&] { evaluate_now(); }, [&] { checkpoint(); }, [&] { progress(); }};
     while (clock_ < total_) {
       const double loss = step();
-      if (s_.diverged(loss)) {
-        s_.warn_diverged(clock_, loss);
+      if (s_.after_update(clock_, epoch(), loss, clock_ == total_, hooks) == RunStatus::diverged)
         return RunStatus::diverged;
-      }
-      if (s_.evals().due(epoch()) && clock_ < total_) evaluate_now();
-      if (cfg_.checkpoint_every > 0 && clock_ % cfg_.checkpoint_every == 0 && clock_ < total_)
-        checkpoint();
-      if (s_.opt().abort_after > 0 && ++steps_here >= s_.opt().abort_after)
-        throw Aborted(fmt::format("aborted after {} updates (test hook)", steps_here));
-      if (s_.progress_due() || (!s_.opt().quiet && clock_ == total_)) progress();
     }
+    if (!s_.opt().quiet && clock_ > win_clock_) progress();
     if (res_.evals.empty() || res_.evals.back().clock != clock_) evaluate_now();
     return RunStatus::completed;
   }
@@ -151,11 +144,7 @@ class Single {
   }
 
   void checkpoint() {
-    eng_.params_to_host();
-    io::Checkpoint ck = s_.checkpoint(clock_, epoch(), train_s_, eng_.n_params());
-    ck.weights.assign(eng_.params(), eng_.params() + eng_.n_params());
-    ck.momentum.resize(static_cast<std::size_t>(eng_.n_params()));
-    eng_.get_momentum(ck.momentum.data());
+    io::Checkpoint ck = s_.checkpoint(clock_, epoch(), train_s_, eng_);
     const auto st = sampler_.state();
     ck.cursors = {{st.epoch, st.batch}};
     ck.progress = res_;
@@ -163,16 +152,18 @@ class Single {
   }
 
   void progress() {
-    const double rate = static_cast<double>((clock_ - win_clock_) * cfg_.batch) /
-                        std::max(1e-9, train_s_ - win_train_);
-    const double eta = static_cast<double>((total_ - clock_) * cfg_.batch) / rate;
-    spdlog::info("epoch {:.2f}/{:g}  update {}/{}  loss {:.4f}  err {:.2f}%  {:.0f} samples/s "
-                 "({:.1f} GFLOP/s)  ETA {}",
-                 epoch(), std::min(cfg_.epochs, static_cast<double>(total_) / static_cast<double>(bpe_)),
-                 clock_, total_, win_loss_ / static_cast<double>(win_n_),
-                 100 * win_err_ / static_cast<double>(win_n_), rate,
-                 rate * eng_.flops_per_sample_train() / 1e9, fmt_duration(eta));
-    s_.printed();
+    const auto n = static_cast<double>(win_n_);
+    ProgressLine p;
+    p.epoch = epoch();
+    p.epochs = std::min(cfg_.epochs, static_cast<double>(total_) / static_cast<double>(bpe_));
+    p.clock = clock_;
+    p.total = total_;
+    p.loss = win_loss_ / n;
+    p.error = win_err_ / n;
+    p.samples_per_s = static_cast<double>((clock_ - win_clock_) * cfg_.batch) / std::max(1e-9, train_s_ - win_train_);
+    p.gflops = p.samples_per_s * eng_.flops_per_sample_train() / 1e9;
+    p.eta_s = static_cast<double>((total_ - clock_) * cfg_.batch) / p.samples_per_s;
+    s_.progress(p);
     win_loss_ = win_err_ = 0;
     win_n_ = 0;
     win_clock_ = clock_;

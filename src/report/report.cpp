@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/defaults.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "report/analysis.hpp"
@@ -384,7 +385,7 @@ std::vector<std::string> make_plots(const ReportOptions& opt, const std::string&
   std::error_code ec;
   if (!opt.plot_script.empty()) {
     for (const char* f : kPlotFiles) fs::remove(fs::path(out_dir) / f, ec);
-    std::vector<std::string> args = {opt.suite_dir, out_dir};
+    std::vector<std::string> args = {opt.suite_dir, out_dir, "--default-merge", kDefaultMerge};
     if (const std::string ref = paper_reference(suite, opt.reference_dir); !ref.empty())
       args.insert(args.end(), {"--reference", ref});
     const PlotRun run = run_plot_script(opt.python, opt.plot_script, args, out_dir);

@@ -111,18 +111,14 @@ class VirtualRun {
     // the real interval this process computed in (the figures are modelled, so
     // an overlap with other runs does not touch them; the report says so)
     res_.train_started = unix_now();
-    std::int64_t updates_here = 0;
     while (auto next = next_push()) {
       const int l = *next;
       const bool update = push(l);
       if (update) {
-        if (core_.diverged()) {
-          s_.warn_diverged(core_.clock(), core_.series().updates.back().train_loss);
-          return RunStatus::diverged;
-        }
-        if (core_.done()) {  // the clock spread of the last update, as if it went on
-          core_.answer(l, update);
-          return RunStatus::completed;
+        // the session's after_update, in parts: the checkpoint waits for the learners' restart
+        if (const auto end = s_.ended(core_.clock(), core_.series().updates.back().train_loss, core_.done())) {
+          if (end == RunStatus::completed) core_.answer(l, update);  // the clock spread of the last update
+          return *end;
         }
         if (s_.evals().due(core_.epoch())) evaluate_now();
       }
@@ -138,11 +134,9 @@ class VirtualRun {
       // at an update nothing is pending at the server: the state is complete
       // (the performance model's transfers in flight are not kept: a run on
       // a profile checkpoints at its end only, and starts again when killed)
-      if (update && !cluster_ && cfg_.checkpoint_every > 0 && core_.clock() % cfg_.checkpoint_every == 0)
-        checkpoint(true);
-      if (update && s_.opt().abort_after > 0 && ++updates_here >= s_.opt().abort_after)
-        throw ps::Aborted(fmt::format("aborted after {} updates (test hook)", updates_here));
-      if (s_.progress_due()) progress(wall0);
+      if (update && !cluster_ && s_.checkpoint_due(core_.clock())) checkpoint(true);
+      if (update) s_.count_update();
+      if (core_.clock() > 0 && s_.progress_due()) progress(wall0);
     }
     return RunStatus::completed;
   }
@@ -291,12 +285,16 @@ class VirtualRun {
 
   void progress(Clock::time_point wall0) {
     const auto& u = core_.series().updates;
-    spdlog::info("epoch {:.2f}/{:g}  update {}  loss {:.4f}  mean tau {:.2f}  virtual {:.1f}s  "
-                 "({:.0f} gradients/s real)",
-                 core_.epoch(), cfg_.epochs, core_.clock(), u.empty() ? 0.0 : u.back().train_loss,
-                 u.empty() ? 0.0 : u.back().mean_tau, now_,
-                 static_cast<double>(seq_) / seconds_since(wall0));
-    s_.printed();
+    ps::ProgressLine p;
+    p.epoch = core_.epoch();
+    p.epochs = cfg_.epochs;
+    p.clock = core_.clock();
+    p.loss = u.empty() ? 0.0 : u.back().train_loss;
+    p.mean_tau = u.empty() ? 0.0 : u.back().mean_tau;
+    p.samples_per_s = static_cast<double>(core_.samples()) / std::max(1e-9, now_);
+    p.note = fmt::format("(virtual time {:.1f}s; {:.0f} gradients/s real)", now_,
+                         static_cast<double>(seq_) / seconds_since(wall0));
+    s_.progress(p);
   }
 
   void checkpoint(bool with_learners) {
