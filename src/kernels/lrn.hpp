@@ -1,8 +1,97 @@
 #pragma once
 // Local response normalisation (kernels/elementwise.hpp: LrnParams and the window).
+//
+// Host kernels, one image row per iteration: the window sums run over whole
+// rows of channels (contiguous in NHWC), so they vectorise, and no index is
+// divided per element. Each element's sum adds its window in the order of
+// elem::lrn_window (rows, then columns; channels upwards), as the reference does,
+// and no value depends on how rows are split over threads.
+#include <cmath>
+
 #include "kernels/common.hpp"
 
 namespace asgd::kernels {
+
+namespace detail {
+
+// dst[i] = sum over i's window of f(src[j]) for the elements i of image row r
+// (r = image * h + y), where f squares (the forward pass) or not (the backward pass).
+template <bool Square>
+KOKKOS_INLINE_FUNCTION void lrn_window_row(const LrnParams& p, index_t r, const real_t* src, real_t* dst) {
+  const index_t c = p.c, w = p.w, half = p.size / 2;
+  real_t* out = dst + r * w * c;
+  if (p.cross_map) {
+    for (index_t ix = 0; ix < w; ++ix) {
+      const real_t* v = src + (r * w + ix) * c;
+      for (index_t ch = 0; ch < c; ++ch) {
+        const index_t lo = ch - half < 0 ? 0 : ch - half, hi = ch + half > c - 1 ? c - 1 : ch + half;
+        real_t s = 0;
+        for (index_t j = lo; j <= hi; ++j) s += Square ? v[j] * v[j] : v[j];
+        out[ix * c + ch] = s;
+      }
+    }
+    return;
+  }
+  const index_t b = r / p.h, iy = r % p.h;
+  const index_t y0 = iy - half < 0 ? 0 : iy - half, y1 = iy + half > p.h - 1 ? p.h - 1 : iy + half;
+  for (index_t ix = 0; ix < w; ++ix) {
+    const index_t x0 = ix - half < 0 ? 0 : ix - half, x1 = ix + half > w - 1 ? w - 1 : ix + half;
+    real_t* o = out + ix * c;
+    for (index_t ch = 0; ch < c; ++ch) o[ch] = 0;
+    for (index_t yy = y0; yy <= y1; ++yy)
+      for (index_t xx = x0; xx <= x1; ++xx) {
+        const real_t* v = src + ((b * p.h + yy) * w + xx) * c;
+        for (index_t ch = 0; ch < c; ++ch) o[ch] += Square ? v[ch] * v[ch] : v[ch];
+      }
+  }
+}
+
+// d^-beta. beta = 0.75 (every LRN of the model zoo) as 1 / sqrt(d sqrt(d)),
+// which vectorises where pow does not.
+template <bool ThreeQuarters>
+KOKKOS_INLINE_FUNCTION real_t lrn_power(real_t d, real_t beta) {
+  if constexpr (ThreeQuarters) return real_t(1) / std::sqrt(d * std::sqrt(d));
+  else return kmath::pow(d, -beta);
+}
+
+template <class Space, bool ThreeQuarters>
+void lrn_forward_rows(const LrnParams& q, real_t scale, const View1<Space>& x, const View1<Space>& denom,
+                      const View1<Space>& y) {
+  const real_t* xp = x.data();
+  real_t *dp = denom.data(), *yp = y.data();
+  const index_t row = q.w * q.c;
+  Kokkos::parallel_for(
+      "asgd::lrn_forward", Kokkos::RangePolicy<Space>(0, q.n * q.h), KOKKOS_LAMBDA(index_t r) {
+        lrn_window_row<true>(q, r, xp, dp);
+        for (index_t i = r * row; i < (r + 1) * row; ++i) {
+          const real_t d = q.k + scale * dp[i];
+          dp[i] = d;
+          yp[i] = xp[i] * lrn_power<ThreeQuarters>(d, q.beta);
+        }
+      });
+}
+
+template <class Space, bool ThreeQuarters>
+void lrn_backward_rows(const LrnParams& q, real_t scale, const View1<Space>& x, const View1<Space>& y,
+                       const View1<Space>& denom, const View1<Space>& dy, const View1<Space>& t,
+                       const View1<Space>& dx) {
+  const real_t *xp = x.data(), *yp = y.data(), *dp = denom.data(), *gp = dy.data();
+  real_t *tp = t.data(), *op = dx.data();
+  const index_t row = q.w * q.c;
+  Kokkos::parallel_for(
+      "asgd::lrn_backward[t]", Kokkos::RangePolicy<Space>(0, q.n * q.h), KOKKOS_LAMBDA(index_t r) {
+        for (index_t i = r * row; i < (r + 1) * row; ++i) tp[i] = gp[i] * yp[i] / dp[i];
+      });
+  const real_t coeff = real_t(2) * q.beta * scale;
+  Kokkos::parallel_for(
+      "asgd::lrn_backward", Kokkos::RangePolicy<Space>(0, q.n * q.h), KOKKOS_LAMBDA(index_t r) {
+        lrn_window_row<false>(q, r, tp, op);
+        for (index_t i = r * row; i < (r + 1) * row; ++i)
+          op[i] = gp[i] * lrn_power<ThreeQuarters>(dp[i], q.beta) - coeff * xp[i] * op[i];
+      });
+}
+
+}  // namespace detail
 
 // Local response normalisation on NHWC data (kernels/elementwise.hpp:
 // LrnParams, the formula and elem::lrn_window).
@@ -15,16 +104,8 @@ void lrn_forward(const LrnParams& p, const View1<Space>& x, const View1<Space>& 
   detail::check_len("lrn_forward", "x", x.extent(0), total);
   detail::check_len("lrn_forward", "denom", denom.extent(0), total);
   detail::check_len("lrn_forward", "y", y.extent(0), total);
-  const LrnParams q = p;
-  const real_t scale = elem::lrn_scale(p);
-  Kokkos::parallel_for(
-      "asgd::lrn_forward", Kokkos::RangePolicy<Space>(0, total), KOKKOS_LAMBDA(index_t i) {
-        real_t s = 0;
-        elem::lrn_window(q, i, [&](index_t j) { s += x(j) * x(j); });
-        const real_t d = q.k + scale * s;
-        denom(i) = d;
-        y(i) = x(i) * kmath::pow(d, -q.beta);
-      });
+  if (p.beta == real_t(0.75)) detail::lrn_forward_rows<Space, true>(p, elem::lrn_scale(p), x, denom, y);
+  else detail::lrn_forward_rows<Space, false>(p, elem::lrn_scale(p), x, denom, y);
 }
 
 // dx_i = dy_i d_i^-beta - 2 beta (alpha/S) x_i sum_{j in window(i)} dy_j y_j / d_j
@@ -40,17 +121,8 @@ void lrn_backward(const LrnParams& p, const View1<Space>& x, const View1<Space>&
                            {"denom", denom.extent(0)}, {"dy", dy.extent(0)},
                            {"t", t.extent(0)}, {"dx", dx.extent(0)}})
     detail::check_len("lrn_backward", name, len, total);
-  const LrnParams q = p;
-  const real_t scale = elem::lrn_scale(p);
-  Kokkos::parallel_for(
-      "asgd::lrn_backward[t]", Kokkos::RangePolicy<Space>(0, total),
-      KOKKOS_LAMBDA(index_t i) { t(i) = dy(i) * y(i) / denom(i); });
-  Kokkos::parallel_for(
-      "asgd::lrn_backward", Kokkos::RangePolicy<Space>(0, total), KOKKOS_LAMBDA(index_t i) {
-        real_t s = 0;
-        elem::lrn_window(q, i, [&](index_t j) { s += t(j); });
-        dx(i) = dy(i) * kmath::pow(denom(i), -q.beta) - real_t(2) * q.beta * scale * x(i) * s;
-      });
+  if (p.beta == real_t(0.75)) detail::lrn_backward_rows<Space, true>(p, elem::lrn_scale(p), x, y, denom, dy, t, dx);
+  else detail::lrn_backward_rows<Space, false>(p, elem::lrn_scale(p), x, y, denom, dy, t, dx);
 }
 
 }  // namespace asgd::kernels

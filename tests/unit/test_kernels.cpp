@@ -232,25 +232,28 @@ const PoolCase kPoolCases[] = {
 };
 
 std::string describe(const k::LrnParams& p) {
-  return std::string(p.cross_map ? "cross-map" : "same-map") + " size " + std::to_string(p.size);
+  return std::string(p.cross_map ? "cross-map" : "same-map") + " size " + std::to_string(p.size) +
+         " beta " + std::to_string(p.beta);
 }
 std::vector<k::LrnParams> lrn_cases() {
   std::vector<k::LrnParams> out;
   for (bool cross : {false, true})
-    for (index_t size : {3, 5}) {
-      k::LrnParams p;
-      p.n = 2;
-      p.h = 7;
-      p.w = 5;
-      p.c = 6;
-      p.size = size;
-      // Large alpha so the cross terms of the backward pass matter.
-      p.alpha = 2.0f;
-      p.beta = 0.75f;
-      p.k = 2.0f;
-      p.cross_map = cross;
-      out.push_back(p);
-    }
+    for (index_t size : {3, 5})
+      // beta 0.75 takes the square-root form of d^-beta, any other pow
+      for (float beta : {0.75f, 0.6f}) {
+        k::LrnParams p;
+        p.n = 2;
+        p.h = 7;
+        p.w = 5;
+        p.c = 6;
+        p.size = size;
+        // Large alpha so the cross terms of the backward pass matter.
+        p.alpha = 2.0f;
+        p.beta = beta;
+        p.k = 2.0f;
+        p.cross_map = cross;
+        out.push_back(p);
+      }
   return out;
 }
 
