@@ -22,6 +22,7 @@
 #include "ps/protocol.hpp"
 #include "ps/run_parts.hpp"
 #include "ps/session.hpp"
+#include "ps/shard_core.hpp"
 
 namespace asgd::ps {
 
@@ -127,10 +128,9 @@ class AllreduceRun {
     samples_ += samples;
     ++clock_;
     train_s_ += seconds_since(t0);
-    const double loss = sums[0] / static_cast<double>(samples);
-    res_.updates.push_back({clock_, train_s_, L_, 0.0, lr, loss, sums[1] / static_cast<double>(samples),
-                            samples, 0});
-    return loss;
+    // hardsync's row: L fresh gradients, every learner at the same clock (spread 0)
+    res_.updates.push_back(update_row(clock_, train_s_, zero_taus_, lr * sc.rate, sums[0], sums[1], samples, 0));
+    return res_.updates.back().train_loss;
   }
 
   void evaluate_now() {

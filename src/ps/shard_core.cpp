@@ -147,15 +147,20 @@ void ShardCore::apply_update(double now_s, const nn::View& payload) {
   pending_.clear();
   ++clock_;
   samples_ += samples;
+  const std::int64_t spread = *std::max_element(counts_.begin(), counts_.end()) - slowest();
+  series_.updates.push_back(update_row(clock_, now_s, taus, rate, loss, static_cast<double>(wrong), samples, spread));
+  const double mean_loss = series_.updates.back().train_loss;
+  if (!std::isfinite(mean_loss) || mean_loss > cfg_.diverge_loss) diverged_ = true;
+}
+
+io::UpdateRecord update_row(std::int64_t clock, double now_s, std::span<const std::int64_t> taus, double rate,
+                            double loss_sum, double wrong, std::int64_t samples, std::int64_t spread) {
   double mean_tau = 0;
   for (auto t : taus) mean_tau += static_cast<double>(t);
   mean_tau /= static_cast<double>(taus.size());
-  const double mean_loss = samples > 0 ? loss / static_cast<double>(samples) : 0;
-  const double err = samples > 0 ? static_cast<double>(wrong) / static_cast<double>(samples) : 0;
-  const std::int64_t spread = *std::max_element(counts_.begin(), counts_.end()) - slowest();
-  series_.updates.push_back({clock_, now_s, static_cast<std::int32_t>(taus.size()), mean_tau, rate,
-                             mean_loss, err, samples, spread});
-  if (!std::isfinite(mean_loss) || mean_loss > cfg_.diverge_loss) diverged_ = true;
+  const double n = static_cast<double>(samples);
+  return {clock, now_s, static_cast<std::int32_t>(taus.size()), mean_tau, rate,
+          samples > 0 ? loss_sum / n : 0, samples > 0 ? wrong / n : 0, samples, spread};
 }
 
 std::vector<io::LearnerTiming> ShardCore::learner_counts() const {

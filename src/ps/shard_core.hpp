@@ -6,6 +6,7 @@
 // gradients that arrive over MPI; the virtual server feeds it gradients from
 // its event queue. One implementation, so both apply identical numerics.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "config/config.hpp"
@@ -23,6 +24,12 @@ struct Arrival {
   std::int64_t wrong = 0;
   io::LearnerCursor cursor;    // the learner's data cursor after this gradient
 };
+
+// One update's row of the run's series, the same for a shard's update and
+// allreduce's: taus of the gradients it applied, the applied rate, the sums
+// of their losses and wrong predictions over `samples`, and the clock spread.
+io::UpdateRecord update_row(std::int64_t clock, double now_s, std::span<const std::int64_t> taus, double rate,
+                            double loss_sum, double wrong, std::int64_t samples, std::int64_t spread);
 
 class ShardCore {
  public:
