@@ -38,7 +38,7 @@ run() {  # run TAG BINARY THREADS FILTER
   OMP_NUM_THREADS=$3 "$2" --threads "$3" --benchmark_filter="$4" --benchmark_min_time=0.5 \
     --benchmark_out="$work/$1.json" --benchmark_out_format=json >/dev/null 2>&1
 }
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) cores; BLAS core ${OPENBLAS_CORETYPE:-chosen by OpenBLAS}; OMP_WAIT_POLICY ${OMP_WAIT_POLICY:-unset}"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(getconf _NPROCESSORS_ONLN) cores; BLAS core ${OPENBLAS_CORETYPE:-chosen by OpenBLAS}; OMP_WAIT_POLICY ${OMP_WAIT_POLICY:-unset}"
 for r in $(seq "$rounds"); do
   for t in 1 2; do run "step-$t-$r" "$micro" "$t" '^lenet/step/'; done
   if ((layers)); then

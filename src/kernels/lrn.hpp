@@ -46,11 +46,15 @@ KOKKOS_INLINE_FUNCTION void lrn_window_row(const LrnParams& p, index_t r, const 
   }
 }
 
-// d^-beta. beta = 0.75 (every LRN of the model zoo) as 1 / sqrt(d sqrt(d)),
-// which vectorises where pow does not.
+// d^-beta. beta = 0.75 (every LRN of the model zoo) as r sqrt(r) with
+// r = 1 / sqrt(d), which vectorises where pow does not and stays finite over
+// the whole float range of d.
 template <bool ThreeQuarters>
 KOKKOS_INLINE_FUNCTION real_t lrn_power(real_t d, real_t beta) {
-  if constexpr (ThreeQuarters) return real_t(1) / std::sqrt(d * std::sqrt(d));
+  if constexpr (ThreeQuarters) {
+    const real_t r = real_t(1) / std::sqrt(d);
+    return r * std::sqrt(r);
+  }
   else return kmath::pow(d, -beta);
 }
 

@@ -38,7 +38,7 @@ struct TrainOptions {
   double stall_timeout_s = 600;
 };
 
-// Thrown by train_single when TrainOptions::abort_after fires.
+// Thrown when TrainOptions::abort_after fires (RunSession::count_update).
 struct Aborted : Error {
   using Error::Error;
 };

@@ -254,6 +254,20 @@ std::vector<k::LrnParams> lrn_cases() {
         p.cross_map = cross;
         out.push_back(p);
       }
+  // windows wider than the image and the channels (clipped on both sides)
+  for (bool cross : {false, true}) {
+    k::LrnParams p;
+    p.n = 2;
+    p.h = 2;
+    p.w = 3;
+    p.c = 3;
+    p.size = 5;
+    p.alpha = 2.0f;
+    p.beta = 0.75f;
+    p.k = 2.0f;
+    p.cross_map = cross;
+    out.push_back(p);
+  }
   return out;
 }
 
@@ -780,8 +794,8 @@ TEST(Lrn, ForwardMatchesReference) {
     const DVec xd = dbl(x);
     DVec yr(total), dr(total);
     ref::lrn_forward<double>(p, xd.data(), yr.data());
-    // denom written out here (not via detail::lrn_window, which the kernel and the
-    // reference share): centred window, clipped at the edges.
+    // denom written out here (not via elem::lrn_window, which the reference uses and the
+    // kernel follows): centred window, clipped at the edges.
     const double scale = double(p.alpha) / double(win);
     const index_t half = p.size / 2;
     for (index_t b = 0; b < p.n; ++b)
