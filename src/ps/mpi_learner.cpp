@@ -96,18 +96,28 @@ class Learner {
       h.shm = 1;
     }
     std::vector<PushHeader> hs(static_cast<std::size_t>(S_), h);
-    std::vector<MPI_Request> r;
     const real_t* send_base = eng_.transfer_grads();
-    for (int s = 0; s < S_; ++s) {
-      hs[s].timestamp = clocks_[s];
-      hs[s].compute_s = compute;
-      r.push_back(isend(hs[s], s, kPush, comm_.get()));
-      if (!shm_.on)
-        r.push_back(isend_floats(send_base + shards_[s].offset, shards_[s].len, s, kPushData,
-                                 comm_.get()));
+    // Over messages the push goes to ceil(S / L) shards at a time, learner l
+    // starting at shard l * width mod S, so that the learners' pushes spread
+    // over the shards: each link carries one transfer at a time where there
+    // are enough learners. (Sent to every shard at once, the shards would
+    // take the pushes in the order their headers arrived: shards that took
+    // the same learner first shared its link while the other learners' links
+    // idled.) Over shared windows only headers go, to every shard at once.
+    const int width = shm_.on ? S_ : (S_ + cfg_.learners - 1) / cfg_.learners;
+    const int first = shm_.on ? 0 : static_cast<int>((static_cast<std::int64_t>(l_) * width) % S_);
+    for (int i = 0; i < S_; i += width) {
+      std::vector<MPI_Request> r;
+      for (int j = i; j < std::min(S_, i + width); ++j) {
+        const int s = (first + j) % S_;
+        hs[s].timestamp = clocks_[s];
+        hs[s].compute_s = compute;
+        r.push_back(isend(hs[s], s, kPush, comm_.get()));
+        if (!shm_.on)
+          r.push_back(isend_floats(send_base + shards_[s].offset, shards_[s].len, s, kPushData, comm_.get()));
+      }
+      polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer, "this learner's push to reach the servers");
     }
-    polite_wait_all(static_cast<int>(r.size()), r.data(), Wait::transfer,
-                    "this learner's push to reach the servers");
     totals_.push_s += seconds_since(t1);
     totals_.gradients += 1;
   }
