@@ -264,22 +264,20 @@ void Cluster::start_push(int l) {
   }
 }
 
-// An idle shard takes the earliest push whose learner sends to fewer than
-// `most` shards at the moment, and else waits for one. Over messages most is
-// ceil(S / L): the shards spread over the learners, each serving another
-// learner where there are enough (the real ones drift apart so: a shard
-// takes a learner's data when it has matched that learner's push, and a
-// learner's link is shared only by the shards that took its push). Over
-// shared windows it is 1: a learner's push goes to one shard at a time.
+// An idle shard takes the earliest push whose learner is not sending to
+// another shard at the moment, and else waits for one: a learner's push goes
+// to one shard at a time (the real learners send their parts one after the
+// other, so over full-duplex network links a shard that has its part replies
+// while the learner still sends the others), and the shards spread over the
+// learners where there are enough.
 void Cluster::try_start(int k) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   if (s.busy) return;
   double& idle = idle_since_[static_cast<std::size_t>(k)];
   if (idle < 0) idle = now_;  // polling for a push from now on
   if (s.pushes.empty()) return;
-  const int most = spec_.duplex ? (spec_.shards + spec_.learners - 1) / spec_.learners : 1;
   const auto it = std::find_if(s.pushes.begin(), s.pushes.end(), [&](std::int64_t id) {
-    return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] < most;
+    return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] == 0;
   });
   if (it == s.pushes.end()) return;  // taken up when a learner's send ends
   s.job = *it;

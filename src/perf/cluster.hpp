@@ -4,7 +4,7 @@
 //
 //  - Each learner cycles: its replies arrive from every shard, (GPU learners:
 //    host staging), n local compute steps (each its own draw), then its push
-//    goes to every shard.
+//    goes to every shard, one shard at a time.
 //  - Each shard handles one push at a time, in the order the pushes were
 //    made: it receives the push (a transfer), adds it (accumulate cost per
 //    parameter, plus the update cost when it completes an update of c

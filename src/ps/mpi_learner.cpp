@@ -97,15 +97,17 @@ class Learner {
     }
     std::vector<PushHeader> hs(static_cast<std::size_t>(S_), h);
     const real_t* send_base = eng_.transfer_grads();
-    // Over messages the push goes to ceil(S / L) shards at a time, learner l
-    // starting at shard l * width mod S, so that the learners' pushes spread
-    // over the shards: each link carries one transfer at a time where there
-    // are enough learners. (Sent to every shard at once, the shards would
-    // take the pushes in the order their headers arrived: shards that took
-    // the same learner first shared its link while the other learners' links
-    // idled.) Over shared windows only headers go, to every shard at once.
-    const int width = shm_.on ? S_ : (S_ + cfg_.learners - 1) / cfg_.learners;
-    const int first = shm_.on ? 0 : static_cast<int>((static_cast<std::int64_t>(l_) * width) % S_);
+    // Over messages the push goes to one shard at a time, learner l starting
+    // at shard l * max(1, S / L) mod S: the learners' pushes spread over the
+    // shards (each link carries one transfer at a time where there are
+    // enough learners), and a shard that has its part replies while the
+    // learner still sends the others (the links are full duplex). Sent to
+    // every shard at once, the parts would share the learner's link and end
+    // together, and shards that took the same learner first would share its
+    // link while the other learners' links idled. Over shared windows only
+    // headers go, to every shard at once.
+    const int width = shm_.on ? S_ : 1;
+    const int first = shm_.on ? 0 : static_cast<int>((static_cast<std::int64_t>(l_) * std::max(1, S_ / cfg_.learners)) % S_);
     for (int i = 0; i < S_; i += width) {
       std::vector<MPI_Request> r;
       for (int j = i; j < std::min(S_, i + width); ++j) {

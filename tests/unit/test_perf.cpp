@@ -196,11 +196,10 @@ TEST(Cluster, MessagesRepliesGoOneAtATime) {
 }
 
 // One learner, two shards of 4 and 12 MB, its link 4 GB/s the bottleneck.
-// Messages: its push goes to both shards at once (one learner, two shards),
-// and shard 0 replies as soon as it has applied the push, while the push to
-// shard 1 still flows; the reply and that push each take one side of the
-// learner's link. Shared windows: one shard at a time (shard 0's first),
-// and the reply and the push share the link.
+// Its push goes to one shard at a time (shard 0's part first) either way.
+// Messages: shard 0 replies as soon as it has applied its part, while the
+// part for shard 1 still flows; the reply and that part each take one side
+// of the learner's link. Shared windows: the reply and the part share it.
 TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
   const auto run = [](bool duplex) {
     ClusterSpec s;
@@ -213,14 +212,14 @@ TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
     const auto t = async_times(c, 2);
     return std::make_pair(t, c.times(0).pull_s);
   };
-  // messages: replies by 4 ms, push at 14 ms to both shards at 2 GB/s each,
-  // shard 0 has its 4 MB at 16 ms
+  // messages: replies by 4 ms, push at 14 ms, shard 0 has its 4 MB at 15 ms
   const auto [dt, dpull] = run(true);
   ASSERT_EQ(dt.size(), 2u);
-  EXPECT_NEAR(dt[0], 0.016, 1e-12);
-  // shard 1 has its 12 MB at 18 ms, its reply arrives at 21 ms; push at 31 ms
-  EXPECT_NEAR(dt[1], 0.033, 1e-12);
-  EXPECT_NEAR(dpull, 0.004 + 0.005, 1e-12);
+  EXPECT_NEAR(dt[0], 0.015, 1e-12);
+  // shard 0's reply arrives at 16 ms while shard 1's 12 MB flow to 18 ms,
+  // its reply arrives at 21 ms; push at 31 ms, shard 0's part at 32 ms
+  EXPECT_NEAR(dt[1], 0.032, 1e-12);
+  EXPECT_NEAR(dpull, 0.004 + 0.006, 1e-12);
   // shared: push at 14 ms, shard 0 has its 4 MB at 15 ms
   const auto [st, spull] = run(false);
   ASSERT_EQ(st.size(), 2u);
@@ -252,8 +251,10 @@ TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
 // Hardsync rounds across nodes: a lenet-sized model (13 MB a push) on
 // 25 MB/s links. From 2 learners on, one shard's link bounds the run (it
 // carries every push and every reply); a second shard on a node of its own
-// halves each shard's bytes and doubles the throughput, and with one learner
-// the learner's own link bounds it whatever the shards.
+// halves each shard's bytes and doubles the throughput. With one learner its
+// own link bounds the run, and a second shard gains only the overlap of
+// shard 0's reply with the push's second half (0.78 s of transfers a round
+// against 1.04 s: 1.3x with the 0.09 s compute step, less the send buffers').
 TEST(Cluster, OneShardsLinkSaturatesAndASecondRelievesIt) {
   const auto rate = [](int learners, int shards) {
     ClusterSpec s;
@@ -280,7 +281,8 @@ TEST(Cluster, OneShardsLinkSaturatesAndASecondRelievesIt) {
   };
   EXPECT_NEAR(rate(4, 1) / rate(2, 1), 1.0, 0.05);  // the shard's link is the bound
   EXPECT_GT(rate(4, 2) / rate(4, 1), 1.8);
-  EXPECT_LT(rate(1, 2) / rate(1, 1), 1.25);
+  EXPECT_GT(rate(1, 2) / rate(1, 1), 1.15);
+  EXPECT_LT(rate(1, 2) / rate(1, 1), 1.35);
 }
 
 TEST(Cluster, NothingLeftWhenEveryoneWaits) {
