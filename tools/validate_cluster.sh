@@ -8,7 +8,7 @@ set -euo pipefail
 usage() {
   cat <<'USAGE'
 Usage: sudo tools/validate_cluster.sh [-m MODEL] [-b BATCH] [-l RATE] [-L "1 2 4"] [-S "1 2"]
-                                      [-p "hardsync"] [-u N] [-r N] [-x "ARGS"] [-o OUT] [-h]
+                                      [-p "hardsync"] [-u N] [-r N] [-x "ARGS"] [-o OUT] [-R DIR] [-h]
 
   -m MODEL a built-in model (default lenet)
   -b BATCH minibatch size (default 64)
@@ -22,6 +22,9 @@ Usage: sudo tools/validate_cluster.sh [-m MODEL] [-b BATCH] [-l RATE] [-L "1 2 4
   -r N     real runs per configuration, their median measured (default 1)
   -x ARGS  more `asgd train` options for every run, real and virtual (e.g. "--lr 0.02")
   -o OUT   working folder (default /tmp/asgd-validate-cluster): profile, results, logs, table.md
+  -R DIR   predict again only: the real runs and the profile of an earlier study's working folder
+           DIR (its pairs.tsv and profile.yaml) against virtual runs of this asgd, with the same
+           -m -b -L -S -p -u -x; no cluster, no root (for work on the model)
   -h       this help
 
 Seed 7; lenet is 3.3M parameters, 13 MB a push or a pull. Rank r runs on node r + 1: the S
@@ -35,8 +38,8 @@ USAGE
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model=lenet batch=64 more="" rate=200mbit rate_given=0 learners="1 2 4" shards="1 2" protocols=hardsync updates=12 repeats=1
-out=/tmp/asgd-validate-cluster
-while getopts ":m:b:l:L:S:p:u:r:x:o:h" opt; do
+out=/tmp/asgd-validate-cluster reuse=""
+while getopts ":m:b:l:L:S:p:u:r:x:o:R:h" opt; do
   case "$opt" in
     m) model="$OPTARG" ;;
     b) batch="$OPTARG" ;;
@@ -48,6 +51,7 @@ while getopts ":m:b:l:L:S:p:u:r:x:o:h" opt; do
     u) updates="$OPTARG" ;;
     r) repeats="$OPTARG" ;;
     o) out="$OPTARG" ;;
+    R) reuse="$OPTARG" ;;
     h) usage; exit 0 ;;
     *) echo "validate_cluster.sh: bad option -$OPTARG (see -h)" >&2; exit 2 ;;
   esac
@@ -63,7 +67,12 @@ for p in $protocols; do [[ $p =~ ^(hardsync|softsync|nsync)$ ]] || die "-p: '$p'
 [[ $batch =~ ^[1-9][0-9]{0,4}$ ]] || die "-b wants 1..99999, not '$batch'"
 [[ $rate =~ ^[0-9]+(\.[0-9]+)?([kmg]?(bit|bps))$ ]] || die "-l: '$rate' is not a tc rate (e.g. 200mbit, 1gbit)"
 read -r -a extra_args <<<"$more"
-[[ $(id -u) -eq 0 ]] || die "needs root (tools/cluster.sh)"
+if [[ -n $reuse ]]; then
+  [[ -f $reuse/pairs.tsv && -f $reuse/profile.yaml ]] || die "-R $reuse: no pairs.tsv and profile.yaml there"
+  reuse=$(cd "$reuse" && pwd)
+  [[ $reuse != "$(mkdir -p "$out" && cd "$out" && pwd)" ]] || die "-R: OUT must be another folder than $reuse"
+fi
+[[ -n $reuse || $(id -u) -eq 0 ]] || die "needs root (tools/cluster.sh)"
 asgd="${ASGD:-$root/build/ompi/asgd}"
 [[ -x $asgd ]] || die "no $asgd (cmake --preset ompi && cmake --build build/ompi, or set ASGD)"
 
@@ -72,7 +81,9 @@ nodes=$(( $(max $learners) + $(max $shards) ))
 (( nodes >= 2 )) || nodes=2
 D=${ASGD_CLUSTER_DIR:-/run/asgd-cluster}
 made=0
-if [[ -f $D/nodes ]]; then
+if [[ -n $reuse ]]; then
+  rate=$(sed -n 's/^links \([^;]*\);.*/\1/p' "$reuse/table.md" 2>/dev/null | head -1)
+elif [[ -f $D/nodes ]]; then
   have=$(wc -l <"$D/nodes")
   (( have >= nodes )) || die "the cluster that is up has $have nodes; $nodes wanted (tools/cluster.sh down first)"
   rates=$(awk '{print $3}' "$D/nodes" | sort -u | paste -sd, -)
@@ -92,9 +103,13 @@ rm -rf "$out/results"
 pairs="$out/pairs.tsv"
 : >"$pairs"
 
-echo "calibrating: $asgd calibrate --mpiexec $mpiexec (the link probe between asgd-node1 and asgd-node2)" >&2
-"$asgd" calibrate --out "$out/profile.yaml" --models "$model" --batch "$batch" --mpiexec "$mpiexec" >"$out/calibrate.log" 2>&1 ||
-  { cat "$out/calibrate.log" >&2; exit 1; }
+if [[ -n $reuse ]]; then
+  cp "$reuse/profile.yaml" "$out/profile.yaml"
+else
+  echo "calibrating: $asgd calibrate --mpiexec $mpiexec (the link probe between asgd-node1 and asgd-node2)" >&2
+  "$asgd" calibrate --out "$out/profile.yaml" --models "$model" --batch "$batch" --mpiexec "$mpiexec" >"$out/calibrate.log" 2>&1 ||
+    { cat "$out/calibrate.log" >&2; exit 1; }
+fi
 
 common=(--model "$model" --batch "$batch" --eval-every 100 --seed 7 "${extra_args[@]}")
 for L in $learners; do
@@ -110,6 +125,12 @@ for L in $learners; do
       "$asgd" train "${args[@]}" --virtual --timing normal --profile "$out/profile.yaml" --results "$out/results" \
         --suite virtual -q >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
       line="$model L=$L S=$S $p	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
+      if [[ -n $reuse ]]; then
+        real=$(awk -F'\t' -v l="$model L=$L S=$S $p" '$1 == l { for (i = 3; i <= NF; i++) printf "\t%s", $i }' "$reuse/pairs.tsv")
+        [[ -n $real ]] || die "-R: $reuse/pairs.tsv has no real run of $model L=$L S=$S $p"
+        printf '%s%s\n' "$line" "$real" >>"$pairs"
+        continue
+      fi
       for r in $(seq "$repeats"); do
         "$mpiexec" -n $((L + S)) "$asgd" train "${args[@]}" --results "$out/results" --suite "real$r" -q \
           >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
@@ -119,6 +140,8 @@ for L in $learners; do
     done
   done
 done
+: >"$out/table.md"
+[[ -z $reuse ]] || echo "predicted again against the real runs of $reuse" | tee -a "$out/table.md"
 echo "links $rate; $(grep -m1 -i 'model name' /proc/cpuinfo | sed 's/.*: //'); $(getconf _NPROCESSORS_ONLN) CPUs; commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" |
-  tee "$out/table.md"
+  tee -a "$out/table.md"
 /usr/bin/python3 "$root/tools/validate_model.py" "$pairs" | tee -a "$out/table.md"
