@@ -36,6 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+from scipy import stats  # noqa: E402
 
 MAX_HISTOGRAMS = 12
 SCHEMA_VERSION = 1  # results layout this script reads (results/README.md)
@@ -320,6 +321,19 @@ def merge_of(run):
     return str(run["config"].get("merge", DEFAULT_MERGE))
 
 
+def seed_band(curves, points=200):
+    """The seeds' curves (time, value) on a common time grid up to the earliest end: the mean and
+    its 95% interval (Student's t over the seeds; NaN with one seed)."""
+    end = min(t[-1] for t, _ in curves)
+    grid = np.linspace(max(t[0] for t, _ in curves), end, points)
+    ys = np.array([np.interp(grid, t, e) for t, e in curves])
+    mean = ys.mean(axis=0)
+    if len(curves) < 2:
+        return grid, mean, np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    half = stats.t.ppf(0.975, len(curves) - 1) * ys.std(axis=0, ddof=1) / math.sqrt(len(curves))
+    return grid, mean, mean - half, mean + half
+
+
 def paper_curve_panel(ax, claims, runs):
     """Training error against time for the claim's learner counts (Paine: 1 and 8 clients), the
     paper's figures at the right edge, at "the same point of the run"."""
@@ -330,16 +344,21 @@ def paper_curve_panel(ax, claims, runs):
     styles = ["-", "--", ":", "-."]
     rules = sorted({merge_of(r) for r in mine})
     t_end = 0.0
+    groups = {}  # (L, rule) -> the seeds' curves
     for r in mine:
         t, e = smoothed(r)
-        if len(t) == 0:
-            continue
-        L = r["config"]["learners"]
-        rule = merge_of(r)
-        ax.plot(t, 100 * e, color=cmap(counts.index(L) % 10),
-                linestyle="-" if L == counts[0] else styles[rules.index(rule) % 4], linewidth=1.2,
-                label=f"ours: L={L}" + (f", merge {rule}" if L > 1 and len(rules) > 1 else ""))
-        t_end = max(t_end, t[-1])
+        if len(t):
+            groups.setdefault((r["config"]["learners"], merge_of(r)), []).append((t, e))
+    for (L, rule), curves in sorted(groups.items()):
+        grid, mean, lo, hi = seed_band(curves)
+        color = cmap(counts.index(L) % 10) if L in counts else "gray"
+        label = f"ours: L={L}" + (f", merge {rule}" if L > 1 and len(rules) > 1 else "")
+        label += f" (mean of {len(curves)} seeds, 95% band)" if len(curves) > 1 else " (1 seed)"
+        ax.plot(grid, 100 * mean, color=color, linewidth=1.2, label=label,
+                linestyle="-" if L == counts[0] else styles[rules.index(rule) % 4])
+        if len(curves) > 1:
+            ax.fill_between(grid, 100 * lo, 100 * hi, color=color, alpha=0.15, linewidth=0)
+        t_end = max(t_end, grid[-1])
     for L in counts:
         v = claim["values_by_learners"].get(str(L))
         if isinstance(v, (int, float)):

@@ -39,7 +39,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libbenchmark-dev libboost-math-dev
   dataset-fashion-mnist
-  python3 python3-h5py python3-matplotlib python3-numpy
+  python3 python3-h5py python3-matplotlib python3-numpy python3-scipy
 )
 (( peers )) && packages+=(python3-torch)
 (( slurm )) && packages+=(slurm-wlm munge)

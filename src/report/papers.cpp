@@ -2,6 +2,7 @@
 // Reference files: results/reference/<paper>.json (fields documented in
 // results/reference/README.md).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +66,13 @@ bool warm_match(const json& claim, const RunInfo& r) {
 
 std::string seeds_text(const ConfigGroup& g) {
   return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
+}
+
+std::vector<double> final_errors(const ConfigGroup& g) {
+  std::vector<double> out;
+  for (const RunInfo* r : g.runs)
+    if (r->completed() && std::isfinite(r->summary.final_test_error)) out.push_back(r->summary.final_test_error);
+  return out;
 }
 
 std::string data_of(const ConfigGroup& g) {
@@ -152,6 +160,38 @@ std::string display_path(const std::string& reference_dir, const std::string& fi
   return file + " (in the reference folder)";
 }
 
+// Half a unit of the last digit a stated number was given to (3.2 -> 0.05,
+// 22 -> 0.5): a paper's "3.2x" stands for anything that rounds to it.
+double half_unit(double v) {
+  const std::string t = fmt::format("{}", v);
+  const auto dot = t.find('.');
+  if (dot == std::string::npos || t.find('e') != std::string::npos) return 0.5;
+  return 0.5 * std::pow(10.0, -static_cast<double>(t.size() - dot - 1));
+}
+
+// The speedup a claim states, judged on ours: a time-to-target speedup
+// (claims with at_test_error: the smoothed training error at every update,
+// the finer of our two readings) or else throughput; "close to linear" is
+// taken as at least 70% of linear (the paper's own 22x at 30 learners is 73%).
+Judged speedup_verdict(const json& claim, const ConfigGroup& g) {
+  const bool tt = claim.contains("at_test_error");
+  const Agg& a = tt ? g.train_tt_speedup : g.tp_speedup;
+  const std::string what = tt ? "time-to-target speedup (training error)" : "throughput speedup";
+  if (a.state != Agg::State::number) return {Verdict::undecided, what + ": " + (a.text().empty() ? "none" : a.text())};
+  if (claim.contains("value") && claim["value"].is_number()) {
+    const double v = claim["value"].get<double>();
+    return overlaps(a.iv, v - half_unit(v), v + half_unit(v), what, kTimes);
+  }
+  const auto range = claim.find("value_range");
+  if (range != claim.end() && range->is_array() && range->size() == 2 && (*range)[0].is_number() &&
+      (*range)[1].is_number())
+    return overlaps(a.iv, (*range)[0].get<double>() - half_unit((*range)[0].get<double>()),
+                    (*range)[1].get<double>() + half_unit((*range)[1].get<double>()), what, kTimes);
+  if (str(claim, "value_text") == "close to linear")
+    return overlaps(a.iv, 0.7 * g.rep().learners, INFINITY, what + " (70% of linear or more)", kTimes);
+  return {Verdict::not_tested, "the claim states no value to compare"};
+}
+
 void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimRows& out) {
   Groups at;
   for (const auto* g : all)
@@ -169,9 +209,42 @@ void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimR
                         "at every update), throughput {}{}",
                         agg_md(g->tt_speedup, false, 2), agg_md(g->train_tt_speedup, false, 2),
                         agg_md(g->tp_speedup, false, 2), clock),
-            data_of(*g), config_label(*g) + where + ", " + seeds_text(*g));
+            speedup_verdict(claim, *g), data_of(*g), config_label(*g) + where + ", " + seeds_text(*g));
   }
-  if (at.empty()) out.add("ours: no run with more than one learner", "", "");
+  if (at.empty()) out.none("ours: no run with more than one learner");
+}
+
+bool same_data(const json& claim, const RunInfo& r) {
+  std::string a = str(claim, "dataset"), b = r.dataset;
+  for (auto* s : {&a, &b}) std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return std::tolower(c); });
+  b.erase(std::remove(b.begin(), b.end(), '-'), b.end());
+  return !a.empty() && a == b;
+}
+
+// A claim that the error is the same for every n (a list or range of n):
+// each n's final error against the smallest n of the same setting, the
+// paper's difference being 0.
+Judged flat_verdict(const ConfigGroup& g, const Groups& at) {
+  const ConfigGroup* base = nullptr;
+  for (const auto* o : at)
+    if (family_key(*o, {"softsync_n"}) == family_key(g, {"softsync_n"}) &&
+        (!base || number_of(o->rep().n) < number_of(base->rep().n)))
+      base = o;
+  if (!base || base == &g) return {Verdict::not_tested, "the reference of the rows below (smallest n)"};
+  const Interval d = diff_ci95(final_errors(g), final_errors(*base));
+  const std::string what = fmt::format("final error minus n={}'s", base->rep().n);
+  if (std::isnan(d.lo)) return positive(d, what, kPoints);  // undecided, with its reason
+  const Judged j = overlaps(d, 0, 0, what, kPoints);
+  return {j.v, j.why + (j.v == Verdict::reproduced ? " 0 (no difference beyond seed noise)" : "")};
+}
+
+Judged value_verdict(const json& claim, const ConfigGroup& g) {
+  if (!same_data(claim, g.rep()))
+    return {Verdict::not_tested, fmt::format("the paper's data set ({}) is not ours: an error rate is not compared "
+                                             "across data sets", str(claim, "dataset", "not named"))};
+  if (!claim.contains("value") || !claim["value"].is_number()) return {Verdict::not_tested, "no value stated"};
+  const double v = claim["value"].get<double>(), tol = claim.value("approx", false) ? 0.1 * v : half_unit(v);
+  return overlaps(g.final_error.iv, v - tol, v + tol, "final error", kPoints);
 }
 
 void test_error_rows(const json& claim, const Groups& all, const std::string& policy, ClaimRows& out) {
@@ -183,11 +256,29 @@ void test_error_rows(const json& claim, const Groups& all, const std::string& po
     if (!policy.empty() && policy_found && g->rep().lr_policy != policy) continue;
     at.push_back(g);
   }
+  const bool flat = claim.contains("n_range") || (claim.contains("n") && claim["n"].is_array() && claim["n"].size() > 1);
   const std::string note = !policy.empty() && !policy_found ? fmt::format(" (no run with lr_policy {})", policy) : "";
   for (const auto* g : at)
-    out.add("ours: final test error " + agg_md(g->final_error, true, 2), data_of(*g),
+    out.add("ours: final test error " + agg_md(g->final_error, true, 2),
+            flat ? flat_verdict(*g, at) : value_verdict(claim, *g), data_of(*g),
             config_label(*g) + note + ", " + seeds_text(*g));
-  if (at.empty()) out.add("ours: no matching configuration in this suite", "", "");
+  if (at.empty()) out.none("ours: no matching configuration in this suite");
+}
+
+// "Fails to converge": a seed that diverged or ends at 80% test error or
+// more (chance is 90% on ten classes); every seed must.
+Judged diverges_verdict(const ConfigGroup& g) {
+  int failing = 0, seen = 0;
+  for (const RunInfo* r : g.runs) {
+    if (r->failed()) continue;
+    ++seen;
+    failing += r->diverged() || r->summary.final_test_error >= 0.8;
+  }
+  const std::string why = fmt::format("{} of {} seeds diverged or ended at 80% error or more", failing, seen);
+  if (seen < 2) return {Verdict::undecided, why + " (one seed)"};
+  if (failing == seen) return {Verdict::reproduced, why};
+  if (failing == 0) return {Verdict::not_reproduced, why};
+  return {Verdict::undecided, why};
 }
 
 // The setting as stated: learner count (lambda) and n both, when given.
@@ -198,9 +289,22 @@ void diverges_rows(const json& claim, const Groups& all, const std::string& poli
     if (!learners_match(claim, r.learners) || !n_match(claim, r)) continue;
     std::string ours = fmt::format("ours: {} of {} seeds diverged", g->diverged, g->runs.size());
     if (g->final_error.state == Agg::State::number) ours += ", final test error " + agg_md(g->final_error, true, 2);
-    out.add(ours, data_of(*g), config_label(*g));
+    out.add(ours, diverges_verdict(*g), data_of(*g), config_label(*g));
   }
-  if (out.rows.empty()) out.add("ours: no matching configuration in this suite", "", "");
+  if (out.rows.empty()) out.none("ours: no matching configuration in this suite");
+}
+
+// "- speedup_8_gpus: 2 reproduced, 1 undecided (of 3 configurations)".
+std::string verdict_summary(const std::string& id, const std::vector<Verdict>& vs) {
+  std::string counts;
+  int compared = 0;
+  for (Verdict v : {Verdict::reproduced, Verdict::not_reproduced, Verdict::undecided}) {
+    const auto k = std::count(vs.begin(), vs.end(), v);
+    compared += static_cast<int>(k);
+    if (k) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", k, verdict_word(v));
+  }
+  if (compared == 0) return fmt::format("- {}: not tested by this suite\n", id);
+  return fmt::format("- {}: {} (of {} compared)\n", id, counts, compared);
 }
 
 ClaimRows claim_rows(const json& claim, const Groups& all, int max_learners) {
@@ -213,12 +317,12 @@ ClaimRows claim_rows(const json& claim, const Groups& all, int max_learners) {
   if (kind == "speedup") speedup_rows(claim, all, max_learners, out);
   else if (kind == "test_error") test_error_rows(claim, all, policy, out);
   else if (kind == "diverges") diverges_rows(claim, all, policy, out);
-  else if (kind == "n_sync_order") n_sync_order_rows(all, out);
+  else if (kind == "n_sync_order") n_sync_order_rows(claim, all, out);
   else if (kind == "train_error") train_error_rows(claim, all, out);
   else if (kind == "early_late") early_late_rows(claim, all, out);
   else if (kind == "saw_tooth") saw_tooth_rows(claim, all, out);
-  else if (kind == "trend") out.add("ours: not compared automatically (see the error plots of this report)", "", "");
-  else out.add("ours: (claim kind '" + kind + "' is not compared automatically)", "", "");
+  else if (kind == "trend") out.none("ours: not compared automatically (see the error plots of this report)");
+  else out.none("ours: (claim kind '" + kind + "' is not compared automatically)");
   return out;
 }
 
@@ -271,14 +375,21 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
   if (const std::string t = str(ref, "source_text"); !t.empty()) md += "Text checked: " + t + "\n\n";
 
   Table t;
-  t.header = {"paper's claim", "paper", "paper's data", "ours", "our data, model", "our configuration"};
+  t.header = {"paper's claim", "paper", "paper's data", "ours", "verdict", "our data, model", "our configuration"};
   int max_learners = 0;
   for (const auto* g : all) max_learners = std::max(max_learners, g->rep().learners);
+  std::string summary;
   for (const json& claim : ref["claims"]) {
     if (!claim.is_object()) continue;
-    for (auto& r : claim_rows(claim, all, max_learners).rows) t.rows.push_back(std::move(r));
+    ClaimRows rows = claim_rows(claim, all, max_learners);
+    summary += verdict_summary(str(claim, "id", "(no id)"), rows.verdicts);
+    for (auto& r : rows.rows) t.rows.push_back(std::move(r));
   }
   md += to_markdown(t) + "\n";
+  md += "Verdicts by claim (each row's verdict is decided by a 95% interval over its seeds, never by one value: "
+        "a claimed direction is reproduced when the interval of the difference excludes 0 on its side; a claimed "
+        "value or range when our interval overlaps it; one seed gives no interval and stays undecided):\n\n" +
+        summary + "\n";
   if (std::string(paper) == "zhang2015") md += throughput_table(ref, all);
   return md;
 }

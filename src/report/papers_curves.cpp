@@ -31,19 +31,63 @@ double end_time(const ConfigGroup& g) {
 
 namespace {
 
-// Smoothed (400-minibatch) training error at time t, over the group's seeds.
-Agg error_at(const ConfigGroup& g, double t) {
-  std::vector<Value> v;
+// Each seed's smoothed (400-minibatch) training error at time t (seeds
+// without a row that early left out).
+std::vector<double> errors_at(const ConfigGroup& g, double t) {
+  std::vector<double> v;
   for (const RunInfo* r : g.runs) {
     const double e = smoothed_train_error_at(r->updates, t, 400, r->per_gradient);
-    v.push_back(std::isnan(e) ? Value::of_state(Agg::State::blank) : Value::number(e));
+    if (!std::isnan(e)) v.push_back(e);
   }
-  return aggregate(v);
+  return v;
 }
 
-std::string pct(const Agg& a) {
-  if (a.state != Agg::State::number) return a.text().empty() ? "–" : a.text();
-  return fmt::format("{:.1f}%", 100 * a.iv.mean);
+// Each seed's fall of that error from t1 to t2 (seeds with both).
+std::vector<double> falls(const ConfigGroup& g, double t1, double t2) {
+  std::vector<double> v;
+  for (const RunInfo* r : g.runs) {
+    const double a = smoothed_train_error_at(r->updates, t1, 400, r->per_gradient),
+                 b = smoothed_train_error_at(r->updates, t2, 400, r->per_gradient);
+    if (!std::isnan(a) && !std::isnan(b)) v.push_back(a - b);
+  }
+  return v;
+}
+
+// "18.2% [17.9, 18.5]" of fractions, "–" when there are none.
+std::string pct(const std::vector<double>& v) {
+  if (v.empty()) return "–";
+  Agg a;
+  a.state = Agg::State::number;
+  a.iv = mean_ci95(v);
+  return agg_md(a, true, 1);
+}
+
+// "7.9 pp [-10.3, 26.2]" of fractions (a difference or an amplitude).
+std::string pp(const std::vector<double>& v) {
+  if (v.empty()) return "–";
+  const Interval iv = mean_ci95(v);
+  if (iv.n < 2) return fmt::format("{:.2f} pp (n=1)", 100 * iv.mean);
+  return fmt::format("{:.2f} pp [{:.2f}, {:.2f}]", 100 * iv.mean, 100 * iv.lo, 100 * iv.hi);
+}
+
+// Merges of pushes per client landed by time t (update rows with wall_s <=
+// t, over the learner count; the mean over seeds), and the time of the
+// L-th merge (every client had pushed once by then when all start together).
+std::string merges_by(const ConfigGroup& g, double t) {
+  double per = 0, full = kNaN;
+  int n = 0;
+  const int L = std::max(1, g.rep().learners);
+  for (const RunInfo* r : g.runs) {
+    std::size_t k = 0;
+    while (k < r->updates.size() && r->updates[k].wall_s <= t) ++k;
+    per += static_cast<double>(k) / L, ++n;
+    if (r->updates.size() >= static_cast<std::size_t>(L)) {
+      const double at = r->updates[static_cast<std::size_t>(L) - 1].wall_s;
+      full = std::isnan(full) ? at : std::max(full, at);
+    }
+  }
+  if (n == 0) return "–";
+  return fmt::format("L={} {:.2g}{}", L, per / n, std::isnan(full) ? "" : fmt::format(" (L-th merge at {:.3g} s)", full));
 }
 
 std::string clock_name(const ConfigGroup& g) {
@@ -82,7 +126,7 @@ bool nsync(const ConfigGroup& g) { return g.rep().protocol == "nsync"; }
 
 void train_error_rows(const json& claim, const Groups& all, ClaimRows& out) {
   const auto by = claim.find("values_by_learners");
-  if (by == claim.end() || !by->is_object()) return out.add("ours: the claim has no values_by_learners", "", "");
+  if (by == claim.end() || !by->is_object()) return out.none("ours: the claim has no values_by_learners");
   Groups many, ones;
   for (const auto* g : all) {
     const RunInfo& r = g->rep();
@@ -98,12 +142,44 @@ void train_error_rows(const json& claim, const Groups& all, ClaimRows& out) {
       if (!one || family_key(*o, drop) == family_key(*g, drop)) one = o;
     const double t = one ? std::min(end_time(*g), end_time(*one)) : end_time(*g);
     std::string ours = fmt::format("ours: smoothed training error at t = {:.3g} s ({}): ", t, clock_name(*g));
-    if (one) ours += fmt::format("L=1 {}, ", pct(error_at(*one, t)));
-    ours += fmt::format("L={} {}", g->rep().learners, pct(error_at(*g, t)));
-    out.add(ours, data_of(*g), config_label(*g) + ", " + seeds_text(*g));
+    if (one) ours += fmt::format("L=1 {}, ", pct(errors_at(*one, t)));
+    ours += fmt::format("L={} {}", g->rep().learners, pct(errors_at(*g, t)));
+    const Judged j = one ? positive(diff_ci95(errors_at(*one, t), errors_at(*g, t)),
+                                    fmt::format("L=1 minus L={}", g->rep().learners), kPoints)
+                         : Judged{Verdict::not_tested, "no single learner of this setting"};
+    out.add(ours, j, data_of(*g), config_label(*g) + ", " + seeds_text(*g));
   }
-  if (many.empty()) out.add("ours: no matching configuration in this suite", "", "");
+  if (many.empty()) out.none("ours: no matching configuration in this suite");
 }
+
+namespace {
+
+// The early error and late fall of each learner count of a family, the
+// slowest early and the steepest late (by mean), and the merges landed by
+// the early time.
+std::string early_late_text(const Groups& fam, double t) {
+  std::string early, late, merges;
+  const ConfigGroup* slowest = nullptr;
+  const ConfigGroup* steepest = nullptr;
+  double worst = -1, drop_best = -1e9;
+  for (const auto* g : fam) {
+    const auto e = errors_at(*g, t / 10), d = falls(*g, t / 2, t);
+    const int L = g->rep().learners;
+    early += fmt::format("{}L={} {}", early.empty() ? "" : ", ", L, pct(e));
+    late += fmt::format("{}L={} {}", late.empty() ? "" : ", ", L, pp(d));
+    merges += (merges.empty() ? "" : ", ") + merges_by(*g, t / 10);
+    if (!e.empty() && mean_ci95(e).mean > worst) worst = mean_ci95(e).mean, slowest = g;
+    if (!d.empty() && mean_ci95(d).mean > drop_best) drop_best = mean_ci95(d).mean, steepest = g;
+  }
+  std::string ours = fmt::format("ours ({}): smoothed training error early, at t = {:.3g} s: {}; fall from t = "
+                                 "{:.3g} s to {:.3g} s: {}; merges per client by the early time: {}",
+                                 clock_name(*fam.back()), t / 10, early, t / 2, t, late, merges);
+  if (slowest) ours += fmt::format(". Slowest early: L={}", slowest->rep().learners);
+  if (steepest) ours += fmt::format("; steepest late: L={}", steepest->rep().learners);
+  return ours;
+}
+
+}  // namespace
 
 void early_late_rows(const json& claim, const Groups& all, ClaimRows& out) {
   Groups gs, ones;
@@ -122,34 +198,48 @@ void early_late_rows(const json& claim, const Groups& all, ClaimRows& out) {
     double t = kNaN;
     for (const auto* g : fam) t = std::isnan(t) ? end_time(*g) : std::min(t, end_time(*g));
     if (fam.size() < 2 || !std::isfinite(t)) continue;
-    std::string early, late;
-    const ConfigGroup* slowest = nullptr;
-    const ConfigGroup* steepest = nullptr;
-    double worst = -1, drop_best = -1e9;
-    for (const auto* g : fam) {
-      const Agg e = error_at(*g, t / 10), mid = error_at(*g, t / 2), end = error_at(*g, t);
-      early += fmt::format("{}L={} {}", early.empty() ? "" : ", ", g->rep().learners, pct(e));
-      const bool both = mid.state == Agg::State::number && end.state == Agg::State::number;
-      const double d = both ? 100 * (mid.iv.mean - end.iv.mean) : kNaN;
-      late += fmt::format("{}L={} {}", late.empty() ? "" : ", ", g->rep().learners,
-                          both ? fmt::format("{:.1f} pp", d) : std::string("–"));
-      if (e.state == Agg::State::number && e.iv.mean > worst) worst = e.iv.mean, slowest = g;
-      if (both && d > drop_best) drop_best = d, steepest = g;
-    }
-    std::string ours = fmt::format("ours ({}): smoothed training error early, at t = {:.3g} s: {}; fall from t = "
-                                   "{:.3g} s to {:.3g} s: {}",
-                                   clock_name(*fam.back()), t / 10, early, t / 2, t, late);
-    if (slowest) ours += fmt::format(". Slowest early: L={}", slowest->rep().learners);
-    if (steepest) ours += fmt::format("; steepest late: L={}", steepest->rep().learners);
-    out.add(ours, data_of(*fam.back()), family_label(*fam.back(), false, true));
+    // the claim: the most clients above the fewest early, and falling faster late
+    const ConfigGroup &few = *fam.front(), &many = *fam.back();
+    const std::string who = fmt::format("L={} minus L={}", many.rep().learners, few.rep().learners);
+    const auto early_many = errors_at(many, t / 10), early_few = errors_at(few, t / 10);
+    const Judged early = early_many.empty() || early_few.empty()
+                             ? Judged{Verdict::undecided, "no merge had landed by the early time"}
+                             : positive(diff_ci95(early_many, early_few), "early error " + who, kPoints);
+    const Judged j = both(early, positive(diff_ci95(falls(many, t / 2, t), falls(few, t / 2, t)), "late fall " + who, kPoints));
+    out.add(early_late_text(fam, t), j, data_of(many), family_label(many, false, true) + ", " + seeds_text(many));
   }
-  if (out.rows.empty()) out.add("ours: no nsync configurations at two or more learner counts", "", "");
+  if (out.rows.empty()) out.none("ours: no nsync configurations at two or more learner counts");
 }
 
-void n_sync_order_rows(const Groups& all, ClaimRows& out) {
+namespace {
+
+// The family member at n_sync v, else null.
+const ConfigGroup* at_n_sync(const Groups& fam, double v) {
+  for (const auto* g : fam)
+    if (number_of(g->rep().n_sync) == v) return g;
+  return nullptr;
+}
+
+double claimed_n_sync(const json& claim) {
+  const auto it = claim.find("n_sync");
+  return it != claim.end() && it->is_array() && !it->empty() && (*it)[0].is_number() ? (*it)[0].get<double>() : kNaN;
+}
+
+std::vector<double> amplitudes(const ConfigGroup& g, bool less_noise) {
+  std::vector<double> v;
+  for (const RunInfo* r : g.runs)
+    if (std::isfinite(r->sawtooth.amplitude))
+      v.push_back(r->sawtooth.amplitude - (less_noise ? r->sawtooth.noise : 0));
+  return v;
+}
+
+}  // namespace
+
+void n_sync_order_rows(const json& claim, const Groups& all, ClaimRows& out) {
   Groups gs;
   for (const auto* g : all)
     if (nsync(*g) && g->rep().learners > 1) gs.push_back(g);
+  const double best_claimed = claimed_n_sync(claim);
   for (Groups fam : families(gs, {"n_sync"})) {
     std::sort(fam.begin(), fam.end(),
               [](auto* a, auto* b) { return number_of(a->rep().n_sync) < number_of(b->rep().n_sync); });
@@ -160,35 +250,48 @@ void n_sync_order_rows(const Groups& all, ClaimRows& out) {
       if (g->final_error.state == Agg::State::number && (!best || g->final_error.iv.mean < best->final_error.iv.mean))
         best = g;
     }
-    if (best) ours += fmt::format("; best n_sync {}", best->rep().n_sync);
-    out.add("ours: final test error " + ours, data_of(*fam.front()),
+    if (best) ours += fmt::format("; lowest mean at n_sync {}", best->rep().n_sync);
+    std::vector<Judged> parts;
+    const ConfigGroup* claimed = at_n_sync(fam, best_claimed);
+    for (const auto* g : fam)
+      if (claimed && g != claimed)
+        parts.push_back(positive(diff_ci95(final_errors(*g), final_errors(*claimed)),
+                                 fmt::format("n_sync {} minus {}", g->rep().n_sync, claimed->rep().n_sync), kPoints));
+    const Judged j = claimed ? all_of(parts) : Judged{Verdict::not_tested, "no run at the claimed n_sync"};
+    out.add("ours: final test error " + ours, j, data_of(*fam.front()),
             family_label(*fam.front(), true, false) + ", " + seeds_text(*fam.front()));
   }
-  if (gs.empty()) out.add("ours: no nsync configuration with more than one learner in this suite", "", "");
+  if (gs.empty()) out.none("ours: no nsync configuration with more than one learner in this suite");
 }
 
-void saw_tooth_rows(const json& /*claim*/, const Groups& all, ClaimRows& out) {
+void saw_tooth_rows(const json& claim, const Groups& all, ClaimRows& out) {
   Groups gs;
   for (const auto* g : all)
     if (nsync(*g) && g->rep().learners > 1 && g->rep().per_gradient > 1) gs.push_back(g);
+  const double claimed_at = claimed_n_sync(claim);
   for (Groups fam : families(gs, {"n_sync"})) {
     std::sort(fam.begin(), fam.end(),
               [](auto* a, auto* b) { return number_of(a->rep().n_sync) < number_of(b->rep().n_sync); });
     std::string ours;
     for (const auto* g : fam) {
-      double a = 0, noise = 0;
-      int n = 0;
-      for (const RunInfo* r : g->runs)
-        if (std::isfinite(r->sawtooth.amplitude)) a += r->sawtooth.amplitude, noise += r->sawtooth.noise, ++n;
+      const auto a = amplitudes(*g, false), noise_left = amplitudes(*g, true);
       ours += fmt::format("{}n_sync {}: {}", ours.empty() ? "" : ", ", g->rep().n_sync,
-                          n ? fmt::format("{:.2f} pp (noise {:.2f})", 100 * a / n, 100 * noise / n)
-                            : std::string("no minibatch errors recorded"));
+                          a.empty() ? std::string("no minibatch errors recorded")
+                                    : fmt::format("{} (noise {:.2f} pp)", pp(a),
+                                                  100 * (mean_ci95(a).mean - mean_ci95(noise_left).mean)));
     }
+    const ConfigGroup* at = at_n_sync(fam, claimed_at);
+    const ConfigGroup* low = fam.front();
+    Judged j{Verdict::not_tested, "no run at the claimed n_sync and a shorter one"};
+    if (at && at != low)
+      j = both(positive(mean_ci95(amplitudes(*at, true)), "amplitude minus noise at n_sync " + at->rep().n_sync, kPoints),
+               positive(diff_ci95(amplitudes(*at, false), amplitudes(*low, false)),
+                        fmt::format("amplitude at n_sync {} minus {}", at->rep().n_sync, low->rep().n_sync), kPoints));
     out.add("ours: amplitude of the periodic component at period n_sync of the minibatch training error "
             "(second half of training): " + ours,
-            data_of(*fam.front()), family_label(*fam.front(), true, false) + ", " + seeds_text(*fam.front()));
+            j, data_of(*fam.front()), family_label(*fam.front(), true, false) + ", " + seeds_text(*fam.front()));
   }
-  if (gs.empty()) out.add("ours: no nsync configuration with more than one learner and n_sync > 1", "", "");
+  if (gs.empty()) out.none("ours: no nsync configuration with more than one learner and n_sync > 1");
 }
 
 }  // namespace asgd::report::detail

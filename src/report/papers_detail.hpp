@@ -7,21 +7,32 @@
 #include <vector>
 
 #include "report/analysis.hpp"
+#include "report/verdict.hpp"
 
 namespace asgd::report::detail {
 
 using Groups = std::vector<const ConfigGroup*>;
 
 // The rows of one claim: the first names the claim, the paper's value and
-// the paper's data set.
+// the paper's data set; each row has its verdict (verdict.hpp).
 struct ClaimRows {
   std::string text, pv, paper_data;
   std::vector<std::vector<std::string>> rows;
-  void add(const std::string& ours, const std::string& our_data, const std::string& cfg) {
+  std::vector<Verdict> verdicts;
+  void add(const std::string& ours, const Judged& j, const std::string& our_data, const std::string& cfg) {
     rows.push_back({rows.empty() ? text : "", rows.empty() ? pv : "", rows.empty() ? paper_data : "", ours,
-                    our_data, cfg});
+                    verdict_cell(j), our_data, cfg});
+    verdicts.push_back(j.v);
   }
+  // A row that compares nothing (no matching configuration).
+  void none(const std::string& ours) { add(ours, {Verdict::not_tested, ""}, "", ""); }
 };
+
+// Each run's final test error (runs that completed with a finite one).
+std::vector<double> final_errors(const ConfigGroup& g);
+// The percent form of verdicts on error fractions: "0.31pp".
+inline constexpr Shown kPoints{100, "pp", 2};
+inline constexpr Shown kTimes{1, "x", 2};
 
 // "fashion-mnist, mlp": the data set and model a group trained.
 std::string data_of(const ConfigGroup& g);
@@ -41,7 +52,7 @@ double end_time(const ConfigGroup& g);
 
 void train_error_rows(const json& claim, const Groups& all, ClaimRows& out);
 void early_late_rows(const json& claim, const Groups& all, ClaimRows& out);
-void n_sync_order_rows(const Groups& all, ClaimRows& out);
+void n_sync_order_rows(const json& claim, const Groups& all, ClaimRows& out);
 void saw_tooth_rows(const json& claim, const Groups& all, ClaimRows& out);
 // The paper's speedup claims beside our throughput speedup at each learner
 // count, a column per clock (modelled with a profile, or measured); "" with

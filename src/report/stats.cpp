@@ -33,6 +33,34 @@ Interval mean_ci95(const std::vector<double>& x) {
   return r;
 }
 
+namespace {
+double variance(const std::vector<double>& x, double mean) {
+  double ss = 0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  return ss / static_cast<double>(x.size() - 1);
+}
+}  // namespace
+
+Interval diff_ci95(const std::vector<double>& a, const std::vector<double>& b) {
+  const Interval ia = mean_ci95(a), ib = mean_ci95(b);
+  Interval r;
+  r.n = static_cast<int>(std::min(a.size(), b.size()));
+  r.mean = ia.mean - ib.mean;
+  if (a.size() < 2 || b.size() < 2) return r;
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  const double qa = variance(a, ia.mean) / na, qb = variance(b, ib.mean) / nb;
+  const double se2 = qa + qb;
+  if (!(se2 > 0)) {
+    r.lo = r.hi = r.mean;
+    return r;
+  }
+  const double df = se2 * se2 / (qa * qa / (na - 1) + qb * qb / (nb - 1));
+  const double half = boost::math::quantile(boost::math::students_t(df), 0.975) * std::sqrt(se2);
+  r.lo = r.mean - half;
+  r.hi = r.mean + half;
+  return r;
+}
+
 double median(std::vector<double> x) {
   if (x.empty()) return kNaN;
   std::sort(x.begin(), x.end());

@@ -23,6 +23,11 @@ struct Interval {
   int n = 0;
 };
 Interval mean_ci95(const std::vector<double>& x);
+// mean(a) - mean(b) with Welch's 95% interval (Student's t at the
+// Welch-Satterthwaite degrees of freedom): the samples need not have equal
+// spreads. n is the smaller sample's size; lo and hi are NaN when either has
+// fewer than 2 values, and both equal the difference when neither varies.
+Interval diff_ci95(const std::vector<double>& a, const std::vector<double>& b);
 
 double median(std::vector<double> x);  // NaN when empty
 

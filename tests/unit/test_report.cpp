@@ -28,6 +28,7 @@
 #include "report/bench.hpp"
 #include "report/report.hpp"
 #include "report/stats.hpp"
+#include "report/verdict.hpp"
 
 namespace fs = std::filesystem;
 using asgd::io::RunResult;
@@ -248,6 +249,53 @@ TEST(ReportStats, TQuantilesAndInterval) {
   // Five values: s = sqrt(2.5), half = 2.7764451052 * sqrt(2.5) / sqrt(5)
   const auto five = asgd::report::mean_ci95({1, 2, 3, 4, 5});
   EXPECT_NEAR(five.hi - 3, 2.7764451052 * std::sqrt(0.5), 1e-10);
+}
+
+TEST(ReportStats, WelchIntervalOfADifference) {
+  // a = {1, 2, 3}, b = {4, 6, 8, 10}: s_a^2 / 3 = 1/3, s_b^2 / 4 = 5/3, df =
+  // (2)^2 / ((1/3)^2 / 2 + (5/3)^2 / 3) = 4.0755; half width t_{0.975, 4.0755}
+  // * sqrt(2) = 3.897975 (scipy.stats.t.ppf gives the same quantile)
+  const auto d = asgd::report::diff_ci95({1, 2, 3}, {4, 6, 8, 10});
+  EXPECT_DOUBLE_EQ(d.mean, -5.0);
+  EXPECT_NEAR(d.hi + 5.0, 3.897975451, 1e-6);
+  EXPECT_NEAR(d.lo + 5.0, -3.897975451, 1e-6);
+  EXPECT_EQ(d.n, 3);
+  // no spread on either side: the interval is the difference itself
+  const auto flat = asgd::report::diff_ci95({2, 2}, {1, 1, 1});
+  EXPECT_DOUBLE_EQ(flat.lo, 1.0);
+  EXPECT_DOUBLE_EQ(flat.hi, 1.0);
+  // one value on a side: a difference but no interval
+  const auto one = asgd::report::diff_ci95({2}, {1, 3});
+  EXPECT_DOUBLE_EQ(one.mean, 0.0);
+  EXPECT_TRUE(std::isnan(one.lo) && std::isnan(one.hi));
+}
+
+// Verdicts beside a paper's claims: by the interval, never by the mean alone.
+TEST(ReportStats, VerdictsAreDecidedByTheInterval) {
+  using asgd::report::Interval;
+  using namespace asgd::report::detail;
+  const Shown pp{100, "pp", 2};
+  auto iv = [](double mean, double lo, double hi) { return Interval{mean, lo, hi, 3}; };
+  // a claimed direction (d > 0)
+  EXPECT_EQ(positive(iv(0.02, 0.01, 0.03), "d", pp).v, Verdict::reproduced);
+  EXPECT_EQ(positive(iv(-0.02, -0.03, -0.01), "d", pp).v, Verdict::not_reproduced);
+  EXPECT_EQ(positive(iv(0.02, -0.01, 0.05), "d", pp).v, Verdict::undecided);  // mean on the claimed side
+  EXPECT_EQ(positive(Interval{0.02, kNaN, kNaN, 1}, "d", pp).v, Verdict::undecided);  // one seed
+  EXPECT_TRUE(positive(iv(0.02, 0.01, 0.03), "d", pp).why.find("2.00pp [1.00pp, 3.00pp]") != std::string::npos);
+  // a claimed value or range
+  EXPECT_EQ(overlaps(iv(3.1, 3.0, 3.2), 3.15, 3.25, "s", {}).v, Verdict::reproduced);
+  EXPECT_EQ(overlaps(iv(2.9, 2.8, 3.0), 3.15, 3.25, "s", {}).v, Verdict::not_reproduced);
+  EXPECT_EQ(overlaps(iv(3.5, 3.4, 3.6), 3.15, 3.25, "s", {}).v, Verdict::not_reproduced);
+  EXPECT_EQ(overlaps(iv(25, 24, 26), 21, INFINITY, "s", {}).v, Verdict::reproduced);
+  EXPECT_EQ(overlaps(Interval{3.2, kNaN, kNaN, 1}, 3.15, 3.25, "s", {}).v, Verdict::undecided);
+  // parts of one claim
+  const Judged yes{Verdict::reproduced, "a"}, no{Verdict::not_reproduced, "b"}, open{Verdict::undecided, "c"};
+  EXPECT_EQ(both(yes, yes).v, Verdict::reproduced);
+  EXPECT_EQ(both(yes, open).v, Verdict::undecided);
+  EXPECT_EQ(both(open, no).v, Verdict::not_reproduced);
+  EXPECT_EQ(all_of({}).v, Verdict::not_tested);
+  EXPECT_EQ(all_of({yes, yes, open}).v, Verdict::undecided);
+  EXPECT_EQ(verdict_cell(no), "**not reproduced**: b");
 }
 
 TEST(ReportStats, MannWhitney) {
@@ -872,12 +920,18 @@ TEST(Report, PaperPlotBesideOurs) {
   EXPECT_TRUE(fs::exists(suite / "report" / "speedup.csv"));
 }
 
+// A row of the papers' table: ours, the verdict and our configuration.
+struct PaperRow {
+  std::string ours, verdict, cfg;
+};
+
 // The rows of the papers' table in report.md: claim text (the first cell of
-// a claim's first row, up to " — ") -> its (ours, our configuration) cells;
-// the paper's data set is on a claim's first row, ours on every matched row.
-std::map<std::string, std::vector<std::pair<std::string, std::string>>> paper_rows(const std::string& md) {
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> out;
-  const std::string header = "| paper's claim | paper | paper's data | ours | our data, model | our configuration |";
+// a claim's first row, up to " — ") -> its rows; the paper's data set is on a
+// claim's first row, ours and a verdict on every matched row.
+std::map<std::string, std::vector<PaperRow>> paper_rows(const std::string& md) {
+  std::map<std::string, std::vector<PaperRow>> out;
+  const std::string header =
+      "| paper's claim | paper | paper's data | ours | verdict | our data, model | our configuration |";
   auto at = md.find(header);
   EXPECT_NE(at, std::string::npos) << "no papers' table in\n" << md;
   if (at == std::string::npos) return out;
@@ -893,14 +947,15 @@ std::map<std::string, std::vector<std::pair<std::string, std::string>>> paper_ro
       else if (line[i] == '|') cells.push_back(cell.size() >= 2 ? cell.substr(1, cell.size() - 2) : ""), cell.clear();
       else cell += line[i];
     }
-    EXPECT_EQ(cells.size(), 6u) << line;
-    if (cells.size() != 6) continue;
+    EXPECT_EQ(cells.size(), 7u) << line;
+    if (cells.size() != 7) continue;
     if (!cells[0].empty()) claim = cells[0].substr(0, cells[0].find(" — "));
     EXPECT_EQ(cells[0].empty(), cells[2].empty()) << line;  // the paper's data set with its claim
+    EXPECT_TRUE(cells[4].starts_with("**")) << line;        // a verdict on every row
     if (!cells[3].starts_with("ours: no ")) {
-      EXPECT_FALSE(cells[4].empty()) << line;  // ours beside every figure
+      EXPECT_FALSE(cells[5].empty()) << line;  // ours beside every figure
     }
-    out[claim].emplace_back(cells[3], cells[5]);
+    out[claim].push_back({cells[3], cells[4], cells[6]});
   }
   return out;
 }
@@ -919,8 +974,10 @@ TEST(PaperReference, ZhangShapedSuiteRowsPerClaim) {
   const fs::path suite = tmp.path() / name;
   auto spec = [&](const std::string& id, const std::string& protocol, int learners, int n, const std::string& lr,
                   const std::string& status, double error) {
+    for (int seed : {1, 2}) {
     Spec s;
-    s.run_id = id;
+    s.run_id = id + "-s" + std::to_string(seed);
+    s.seed = seed;
     s.suite = name;
     s.protocol = protocol;
     s.learners = learners;
@@ -928,27 +985,29 @@ TEST(PaperReference, ZhangShapedSuiteRowsPerClaim) {
     s.lr_policy = lr;
     s.status = status;
     s.batch = 4;
-    s.final_error = s.best_error = error;
+    s.final_error = s.best_error = error + (learners > 1 ? 0.002 * seed : 0.0);  // seed noise of 0.2 points
     s.samples_per_s = 100.0 * learners * 0.8;
     s.time_to_target_s = status == "completed" ? 100.0 / learners : kNaN;
     write_run(suite / "runs", s);
+    }
   };
   spec("hs-L1", "hardsync", 1, 1, "constant", "completed", 0.20);
   spec("hs-L30", "hardsync", 30, 1, "constant", "completed", 0.21);
   for (const std::string lr : {"constant", "staleness"})
     for (int n : {1, 15, 30})
       spec("ss-L30-n" + std::to_string(n) + "-" + lr, "softsync", 30, n, lr,
-           lr == "constant" && n >= 15 ? "diverged" : "completed", 0.19 + 0.001 * n);
+           lr == "constant" && n >= 15 ? "diverged" : "completed", n == 30 && lr == "staleness" ? 0.25 : 0.19);
 
   asgd::report::ReportOptions opt;
   opt.suite_dir = suite.string();
   opt.quiet = true;
   opt.reference_dir = source_dir() + "/results/reference";
-  ASSERT_EQ(asgd::report::write_report(opt), 8);
+  ASSERT_EQ(asgd::report::write_report(opt), 16);
   const std::string md = read_text(suite / "report" / "report.md");
   EXPECT_TRUE(contains(md, "## Beside the paper: Zhang, Gupta, Lian, Liu 2015/2016 (arXiv 1511.05950)")) << md;
   EXPECT_TRUE(contains(md, "synthetic")) << md;  // our data set, stated
   const auto rows = paper_rows(md);
+  std::map<std::string, std::string> verdicts;  // "claim id / configuration" -> "**word**"
 
   const std::string L1 = "hardsync L=1 lr=constant batch=4", HS30 = "hardsync L=30 lr=constant batch=4";
   auto ss = [](int n, const std::string& lr) { return "softsync L=30 n=" + std::to_string(n) + " lr=" + lr + " batch=4"; };
@@ -958,7 +1017,7 @@ TEST(PaperReference, ZhangShapedSuiteRowsPerClaim) {
   const std::map<std::string, std::pair<std::vector<std::string>, std::string>> want = {
       {"cifar10_one_learner", {{L1}, "ours: final test error 20.00%"}},
       {"cifar10_error_flat_in_n", {{ss(1, "staleness"), ss(15, "staleness"), ss(30, "staleness")}, "ours: final test error"}},
-      {"cifar10_constant_rate_fails", {{ss(15, "constant"), ss(30, "constant")}, "ours: 1 of 1 seeds diverged"}},
+      {"cifar10_constant_rate_fails", {{ss(15, "constant"), ss(30, "constant")}, "ours: 2 of 2 seeds diverged"}},
       {"imagenet_one_learner_top1", {{L1}, "ours: final test error 20.00%"}},
       {"imagenet_staleness_rate_all_protocols_alike", {{}, ""}},
       {"imagenet_constant_rate_fails", {{}, ""}},
@@ -980,14 +1039,15 @@ TEST(PaperReference, ZhangShapedSuiteRowsPerClaim) {
     const auto& [configs, words] = w->second;
     if (configs.empty()) {
       ASSERT_EQ(got.size(), 1u);
-      EXPECT_EQ(got[0].first, "ours: no matching configuration in this suite");
+      EXPECT_EQ(got[0].ours, "ours: no matching configuration in this suite");
       continue;
     }
     std::vector<std::string> labels;
-    for (const auto& [ours, cfg] : got) {
+    for (const auto& [ours, verdict, cfg] : got) {
       EXPECT_TRUE(contains(ours, words)) << ours;
       EXPECT_FALSE(contains(ours, "no matching")) << ours;
-      labels.push_back(cfg.substr(0, cfg.find(", ")));  // without ", 1 seed"
+      labels.push_back(cfg.substr(0, cfg.find(", ")));  // without ", 2 seeds"
+      verdicts[id + " / " + labels.back()] = verdict.substr(0, verdict.find(':'));
     }
     std::vector<std::string> expected = configs;
     std::sort(labels.begin(), labels.end());
@@ -995,6 +1055,28 @@ TEST(PaperReference, ZhangShapedSuiteRowsPerClaim) {
     EXPECT_EQ(labels, expected);
   }
   EXPECT_EQ(seen, want.size()) << "a claim this test expects is gone from zhang2015.json";
+
+  // Each verdict, decided by an interval over the two seeds:
+  const std::map<std::string, std::string> want_verdict = {
+      // an error rate on other data is not compared
+      {"cifar10_one_learner / " + L1, "**not tested**"},
+      // flat in n: n = 15 within seed noise of n = 1; n = 30 six points above it
+      {"cifar10_error_flat_in_n / " + ss(1, "staleness"), "**not tested**"},
+      {"cifar10_error_flat_in_n / " + ss(15, "staleness"), "**reproduced**"},
+      {"cifar10_error_flat_in_n / " + ss(30, "staleness"), "**not reproduced**"},
+      {"cifar10_constant_rate_fails / " + ss(15, "constant"), "**reproduced**"},
+      // throughput 30x (80 samples/s per learner): above 22x-28x, but linear
+      {"speedup_22x_28x / " + HS30, "**not reproduced**"},
+      {"near_linear_speedup / " + HS30, "**reproduced**"},
+      // a speedup of runs that diverged is not decided
+      {"near_linear_speedup / " + ss(30, "constant"), "**undecided**"},
+  };
+  for (const auto& [key, word] : want_verdict) {
+    ASSERT_TRUE(verdicts.count(key)) << key;
+    EXPECT_EQ(verdicts.at(key), word) << key;
+  }
+  EXPECT_TRUE(contains(md, "- cifar10_error_flat_in_n: 1 reproduced, 1 not reproduced (of 2 compared)")) << md;
+  EXPECT_TRUE(contains(md, "- imagenet_constant_rate_fails: not tested by this suite")) << md;
 }
 
 // ---------------------------------------------------------------- compare
