@@ -55,9 +55,11 @@ class Section:
 
 
 def suite_table(suite, work):
-    """A paper suite run from an empty folder, then its report's table beside the paper."""
+    """A paper suite run from an empty folder, then its report's table beside the paper and the
+    count of verdicts per claim."""
     return (f"rm -rf {{w}}/{work} && {{b}}/asgd sweep run suites/{suite}.yaml --jobs 2 --results {{w}}/{work} "
-            f"> /dev/null && sed -n '/^## Beside the paper/,/^## /p' {{w}}/{work}/{suite}/report/report.md | grep '^|'")
+            f"> /dev/null && sed -n '/^## Beside the paper/,/^## /p' {{w}}/{work}/{suite}/report/report.md "
+            f"| grep -E '^(\\||- )'")
 
 
 # {b}: the Serial build folder; {w}: the scratch folder. One thread per rank throughout.
@@ -92,15 +94,17 @@ SECTIONS = [
             what="the model across the emulated cluster's nodes", ok=(0, 1)),
     Section("papers", 1, [suite_table("paine2013-virtual-quick", "papers")],
             what="the quick Paine suite's table beside the paper (modelled time)"),
-    Section("paine-full", 25, [suite_table("paine2013-virtual", "paine-full")],
-            what="the full Paine suite (82 runs, modelled time) beside the paper"),
+    Section("paine-full", 32, [suite_table("paine2013-virtual", "paine-full")],
+            what="the full Paine suite (34 configurations x 3 seeds, modelled time) beside the paper"),
+    Section("paine-coldstart", 6, [suite_table("paine2013-coldstart", "paine-coldstart")],
+            what="Paine's cold-start claim put to a test (10 configurations x 3 seeds, modelled time)"),
     Section("zhang-speedup", 3, ["ASGD={b}/asgd tools/zhang_speedup.sh -o {w}/zhang-speedup > /dev/null && "
                                  "grep -E '^(cores|waiting_rank_load):|^ +seconds:' profiles/local.yaml && for s in zhang2015-speedup zhang2015-speedup-real; do "
                                  "echo; echo \"$s:\"; sed -n '/^### Throughput speedup/,/^## /p' {w}/zhang-speedup/$s/report/report.md "
                                  "| grep '^|'; done"],
             what="Zhang's throughput speedup: the paper's profile, this machine's, and L = 1, 2 measured"),
-    Section("zhang-full", 80, [suite_table("zhang2015", "zhang-full")],
-            what="the full Zhang suite (13 runs, 10 epochs, modelled time) beside the paper"),
+    Section("zhang-full", 50, [suite_table("zhang2015", "zhang-full")],
+            what="the full Zhang suite (9 configurations x 3 seeds, 4 epochs, modelled time) beside the paper"),
     Section("gate", 25, ["tools/ci/measure.sh {w}/gate --asgd {b}/asgd --pairs 3 --rounds 5 "
                          "--plant '--candidate-hog 2:0.25' --plant \"--candidate-prefix 'taskset -c 0'\" "
                          "> {w}/gate.log && cat {w}/gate/summary.txt"],
