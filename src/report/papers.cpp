@@ -68,9 +68,17 @@ std::string seeds_text(const ConfigGroup& g) {
   return g.runs.size() == 1 ? "1 seed" : fmt::format("{} seeds", g.runs.size());
 }
 
+std::vector<const RunInfo*> seed_runs(const ConfigGroup& g) {
+  std::vector<const RunInfo*> out;
+  std::set<std::string> seen;
+  for (const RunInfo* r : g.runs)
+    if (seen.insert(r->seed).second) out.push_back(r);
+  return out;
+}
+
 std::vector<double> final_errors(const ConfigGroup& g) {
   std::vector<double> out;
-  for (const RunInfo* r : g.runs)
+  for (const RunInfo* r : seed_runs(g))
     if (r->completed() && std::isfinite(r->summary.final_test_error)) out.push_back(r->summary.final_test_error);
   return out;
 }
@@ -178,6 +186,7 @@ Judged speedup_verdict(const json& claim, const ConfigGroup& g) {
   const Agg& a = tt ? g.train_tt_speedup : g.tp_speedup;
   const std::string what = tt ? "time-to-target speedup (training error)" : "throughput speedup";
   if (a.state != Agg::State::number) return {Verdict::undecided, what + ": " + (a.text().empty() ? "none" : a.text())};
+  if (seed_runs(g).size() < 2) return {Verdict::undecided, what + " from one seed: no interval"};
   if (claim.contains("value") && claim["value"].is_number()) {
     const double v = claim["value"].get<double>();
     return overlaps(a.iv, v - half_unit(v), v + half_unit(v), what, kTimes);
@@ -216,15 +225,19 @@ void speedup_rows(const json& claim, const Groups& all, int max_learners, ClaimR
 
 bool same_data(const json& claim, const RunInfo& r) {
   std::string a = str(claim, "dataset"), b = r.dataset;
-  for (auto* s : {&a, &b}) std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return std::tolower(c); });
-  b.erase(std::remove(b.begin(), b.end(), '-'), b.end());
+  for (auto* s : {&a, &b}) {
+    std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return std::tolower(c); });
+    s->erase(std::remove(s->begin(), s->end(), '-'), s->end());
+  }
   return !a.empty() && a == b;
 }
 
 // A claim that the error is the same for every n (a list or range of n):
-// each n's final error against the smallest n of the same setting, the
-// paper's difference being 0.
-Judged flat_verdict(const ConfigGroup& g, const Groups& at) {
+// each n's final error against the smallest n of the same setting. "The
+// same" needs a margin: +-10% of the paper's error when it says "about",
+// else +-1 point. Reproduced when the interval of the difference lies
+// within the margin, not reproduced when it lies wholly outside it.
+Judged flat_verdict(const json& claim, const ConfigGroup& g, const Groups& at) {
   const ConfigGroup* base = nullptr;
   for (const auto* o : at)
     if (family_key(*o, {"softsync_n"}) == family_key(g, {"softsync_n"}) &&
@@ -233,9 +246,14 @@ Judged flat_verdict(const ConfigGroup& g, const Groups& at) {
   if (!base || base == &g) return {Verdict::not_tested, "the reference of the rows below (smallest n)"};
   const Interval d = diff_ci95(final_errors(g), final_errors(*base));
   const std::string what = fmt::format("final error minus n={}'s", base->rep().n);
+  const bool approx = claim.value("approx", false) && claim.contains("value") && claim["value"].is_number();
+  const double m = approx ? 0.1 * claim["value"].get<double>() : 0.01;
   if (std::isnan(d.lo)) return positive(d, what, kPoints);  // undecided, with its reason
-  const Judged j = overlaps(d, 0, 0, what, kPoints);
-  return {j.v, j.why + (j.v == Verdict::reproduced ? " 0 (no difference beyond seed noise)" : "")};
+  const std::string shown = fmt::format("{} {:.2f}pp [{:.2f}pp, {:.2f}pp] against a margin of +-{:.2f}pp", what,
+                                        100 * d.mean, 100 * d.lo, 100 * d.hi, 100 * m);
+  if (d.lo >= -m && d.hi <= m) return {Verdict::reproduced, shown + ": within it"};
+  if (d.lo > m || d.hi < -m) return {Verdict::not_reproduced, shown + ": wholly outside it"};
+  return {Verdict::undecided, shown + ": not told from seed noise"};
 }
 
 Judged value_verdict(const json& claim, const ConfigGroup& g) {
@@ -260,20 +278,22 @@ void test_error_rows(const json& claim, const Groups& all, const std::string& po
   const std::string note = !policy.empty() && !policy_found ? fmt::format(" (no run with lr_policy {})", policy) : "";
   for (const auto* g : at)
     out.add("ours: final test error " + agg_md(g->final_error, true, 2),
-            flat ? flat_verdict(*g, at) : value_verdict(claim, *g), data_of(*g),
+            flat ? flat_verdict(claim, *g, at) : value_verdict(claim, *g), data_of(*g),
             config_label(*g) + note + ", " + seeds_text(*g));
   if (at.empty()) out.none("ours: no matching configuration in this suite");
 }
 
 // "Fails to converge": a seed that diverged or ends at 80% test error or
-// more (chance is 90% on ten classes); every seed must.
+// more (chance is 90% on ten classes); every seed must, and at least two.
 Judged diverges_verdict(const ConfigGroup& g) {
   int failing = 0, seen = 0;
-  for (const RunInfo* r : g.runs) {
-    if (r->failed()) continue;
+  for (const RunInfo* r : seed_runs(g)) {
+    const bool high = r->completed() && std::isfinite(r->summary.final_test_error) && r->summary.final_test_error >= 0.8;
+    if (!r->diverged() && !(r->completed() && std::isfinite(r->summary.final_test_error))) continue;
     ++seen;
-    failing += r->diverged() || r->summary.final_test_error >= 0.8;
+    failing += r->diverged() || high;
   }
+  if (seen == 0) return {Verdict::undecided, "no seed diverged or ended with a test error"};
   const std::string why = fmt::format("{} of {} seeds diverged or ended at 80% error or more", failing, seen);
   if (seen < 2) return {Verdict::undecided, why + " (one seed)"};
   if (failing == seen) return {Verdict::reproduced, why};
@@ -386,9 +406,10 @@ std::string papers_section(const std::vector<ConfigGroup>& groups, const std::st
     for (auto& r : rows.rows) t.rows.push_back(std::move(r));
   }
   md += to_markdown(t) + "\n";
-  md += "Verdicts by claim (each row's verdict is decided by a 95% interval over its seeds, never by one value: "
-        "a claimed direction is reproduced when the interval of the difference excludes 0 on its side; a claimed "
-        "value or range when our interval overlaps it; one seed gives no interval and stays undecided):\n\n" +
+  md += "Verdicts by claim (each row's verdict is decided by its seeds, never by one value: a claimed direction is "
+        "reproduced when the 95% interval of the difference excludes 0 on its side; a claimed value or range when "
+        "our 95% interval overlaps it; a failure to converge when every seed fails; one seed stays undecided; "
+        "results/reference/README.md gives the rule of each kind):\n\n" +
         summary + "\n";
   if (std::string(paper) == "zhang2015") md += throughput_table(ref, all);
   return md;

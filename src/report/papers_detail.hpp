@@ -28,7 +28,10 @@ struct ClaimRows {
   void none(const std::string& ours) { add(ours, {Verdict::not_tested, ""}, "", ""); }
 };
 
-// Each run's final test error (runs that completed with a finite one).
+// The group's runs, the first of each seed: a seed run again into the same
+// folder is not a second seed, so it adds nothing to an interval.
+std::vector<const RunInfo*> seed_runs(const ConfigGroup& g);
+// Each seed's final test error (seeds that completed with a finite one).
 std::vector<double> final_errors(const ConfigGroup& g);
 // The percent form of verdicts on error fractions: "0.31pp".
 inline constexpr Shown kPoints{100, "pp", 2};
@@ -43,6 +46,8 @@ bool value_match(const json& claim, const std::string& name, double value);
 // A number from a config field's text; NaN if it is not one.
 double number_of(const std::string& text);
 bool warm_match(const json& claim, const RunInfo& r);
+// Whether learner count L is one the claim is about (learners / learners_range).
+bool learners_match(const json& claim, int learners);
 
 // The configuration key of a group without the named fields: groups that
 // differ only in those fall in one family.

@@ -55,6 +55,7 @@ Interval diff_ci95(const std::vector<double>& a, const std::vector<double>& b) {
     return r;
   }
   const double df = se2 * se2 / (qa * qa / (na - 1) + qb * qb / (nb - 1));
+  if (!std::isfinite(df) || !(df > 0)) return r;
   const double half = boost::math::quantile(boost::math::students_t(df), 0.975) * std::sqrt(se2);
   r.lo = r.mean - half;
   r.hi = r.mean + half;

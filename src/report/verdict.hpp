@@ -1,7 +1,7 @@
 #pragma once
-// Verdicts beside a paper's claims, each decided by a 95% interval over the
-// seeds of a configuration, never by one value (docs/REPORTS.md, "Beside the
-// paper"):
+// Verdicts beside a paper's claims, each decided by the seeds of a
+// configuration, never by one value (results/reference/README.md gives the
+// rule of each kind of claim):
 // - a claimed direction (8 clients below 1, n_sync 100 lowest, a larger
 //   saw-tooth): the interval of the difference excludes 0 on the claimed
 //   side -> reproduced; on the other side -> not reproduced; includes 0 ->
