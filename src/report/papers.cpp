@@ -109,9 +109,15 @@ std::string str(const json& j, const char* name, const std::string& fallback = "
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+// A claim's boolean field; false when absent or not a boolean.
+bool flag(const json& claim, const char* name) {
+  const auto it = claim.find(name);
+  return it != claim.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::string paper_value(const json& claim) {
   const std::string kind = str(claim, "kind");
-  const bool approx = claim.value("approx", false);
+  const bool approx = flag(claim, "approx");
   const std::string about = approx ? "about " : "";
   auto fmt_one = [&](double v) {
     if (kind == "speedup") return fmt::format("{:g}x", v);
@@ -128,7 +134,8 @@ std::string paper_value(const json& claim) {
     }
   } else if (claim.contains("value") && claim["value"].is_number()) {
     out = about + fmt_one(claim["value"].get<double>());
-  } else if (claim.contains("value_range") && claim["value_range"].is_array() && claim["value_range"].size() == 2) {
+  } else if (claim.contains("value_range") && claim["value_range"].is_array() && claim["value_range"].size() == 2 &&
+             claim["value_range"][0].is_number() && claim["value_range"][1].is_number()) {
     out = fmt_one(claim["value_range"][0].get<double>()) + "–" + fmt_one(claim["value_range"][1].get<double>());
   } else if (kind == "diverges") {
     out = "does not converge";
@@ -246,7 +253,7 @@ Judged flat_verdict(const json& claim, const ConfigGroup& g, const Groups& at) {
   if (!base || base == &g) return {Verdict::not_tested, "the reference of the rows below (smallest n)"};
   const Interval d = diff_ci95(final_errors(g), final_errors(*base));
   const std::string what = fmt::format("final error minus n={}'s", base->rep().n);
-  const bool approx = claim.value("approx", false) && claim.contains("value") && claim["value"].is_number();
+  const bool approx = flag(claim, "approx") && claim.contains("value") && claim["value"].is_number();
   const double m = approx ? 0.1 * claim["value"].get<double>() : 0.01;
   if (std::isnan(d.lo)) return positive(d, what, kPoints);  // undecided, with its reason
   const std::string shown = fmt::format("{} {:.2f}pp [{:.2f}pp, {:.2f}pp] against a margin of +-{:.2f}pp", what,
@@ -261,7 +268,7 @@ Judged value_verdict(const json& claim, const ConfigGroup& g) {
     return {Verdict::not_tested, fmt::format("the paper's data set ({}) is not ours: an error rate is not compared "
                                              "across data sets", str(claim, "dataset", "not named"))};
   if (!claim.contains("value") || !claim["value"].is_number()) return {Verdict::not_tested, "no value stated"};
-  const double v = claim["value"].get<double>(), tol = claim.value("approx", false) ? 0.1 * v : half_unit(v);
+  const double v = claim["value"].get<double>(), tol = flag(claim, "approx") ? 0.1 * v : half_unit(v);
   return overlaps(g.final_error.iv, v - tol, v + tol, "final error", kPoints);
 }
 

@@ -351,7 +351,8 @@ std::string throughput_table(const json& ref, const Groups& all) {
   for (const auto& [learners, by_clock] : at) {
     std::string paper, data;
     for (const json& claim : ref["claims"]) {
-      if (!claim.is_object() || claim.value("kind", "") != "speedup") continue;
+      const auto kind = claim.is_object() ? claim.find("kind") : claim.end();
+      if (!claim.is_object() || kind == claim.end() || !kind->is_string() || kind->get<std::string>() != "speedup") continue;
       std::string v;
       if (value_match(claim, "learners", learners) && claim.contains("value_range") && claim["value_range"].is_array() &&
           claim["value_range"].size() == 2 && claim["value_range"][0].is_number() && claim["value_range"][1].is_number())

@@ -1437,6 +1437,42 @@ TEST(PaperReference, PaineCurveClaimsAreJudgedByTheirIntervals) {
   EXPECT_TRUE(contains(md, "- warm_start_8_gpus_train_error: 1 reproduced (of 1 compared)")) << md;
 }
 
+// A reference file whose claims carry fields of the wrong type (a user's
+// edit) gives rows that compare nothing, never a library's exception.
+TEST(PaperReference, ClaimFieldsOfTheWrongTypeCompareNothing) {
+  TempDir tmp("papers_badref");
+  const fs::path suite = tmp.path() / "zhang2015-badref", ref = tmp.path() / "ref";
+  fs::create_directories(ref);
+  const json bad = {{"id", "zhang2015"},
+                    {"claims",
+                     {{{"id", "a"}, {"kind", "test_error"}, {"source", "s"}, {"approx", "yes"}, {"value", "18%"},
+                       {"n_range", {1, 30}}, {"learners", {2}}},
+                      {{"id", "b"}, {"kind", "speedup"}, {"source", "s"}, {"value", "fast"}, {"at_test_error", 0.2},
+                       {"value_range", {"x", 3}}, {"learners", "2"}},
+                      {{"id", "c"}, {"kind", "n_sync_order"}, {"source", "s"}, {"n_sync", "100"}},
+                      {{"id", "d"}, {"kind", "diverges"}, {"source", "s"}, {"learners", {2}}, {"n", {true}}},
+                      {{"id", "e"}, {"kind", 7}, {"source", "s"}}}}};
+  write_text(ref / "zhang2015.json", bad.dump());
+  for (int seed : {1, 2})
+    for (int learners : {1, 2}) {
+      Spec s;
+      s.run_id = fmt::format("L{}-s{}", learners, seed);
+      s.suite = "zhang2015-badref";
+      s.protocol = learners == 1 ? "hardsync" : "softsync";
+      s.learners = learners;
+      s.seed = static_cast<std::uint64_t>(seed);
+      write_run(suite / "runs", s);
+    }
+  asgd::report::ReportOptions opt;
+  opt.suite_dir = suite.string();
+  opt.quiet = true;
+  opt.reference_dir = ref.string();
+  ASSERT_EQ(asgd::report::write_report(opt), 4);
+  const std::string md = read_text(suite / "report" / "report.md");
+  EXPECT_TRUE(contains(md, "| verdict |")) << md;
+  EXPECT_TRUE(contains(md, "- b: ")) << md;
+}
+
 // The "fails to converge" claims are matched on the setting the paper states
 // (learner count and n), not on the learner count alone: at L = 30 only the
 // 15- and 30-softsync runs with a constant rate belong to the CIFAR10 claim,
