@@ -98,10 +98,12 @@ SECTIONS = [
             what="the full Paine suite (34 configurations x 3 seeds, modelled time) beside the paper"),
     Section("paine-coldstart", 6, [suite_table("paine2013-coldstart", "paine-coldstart")],
             what="Paine's cold-start claim put to a test (10 configurations x 3 seeds, modelled time)"),
-    Section("zhang-speedup", 3, ["ASGD={b}/asgd tools/zhang_speedup.sh -o {w}/zhang-speedup > /dev/null && "
+    Section("zhang-speedup", 10, ["ASGD={b}/asgd tools/zhang_speedup.sh -o {w}/zhang-speedup > /dev/null && "
                                  "grep -E '^(cores|waiting_rank_load):|^ +seconds:' profiles/local.yaml && for s in zhang2015-speedup zhang2015-speedup-real; do "
                                  "echo; echo \"$s:\"; sed -n '/^### Throughput speedup/,/^## /p' {w}/zhang-speedup/$s/report/report.md "
-                                 "| grep '^|'; done"],
+                                 "| grep '^|'; done && echo && echo 'zhang2015-speedup beside the paper:' && "
+                                 "sed -n '/^## Beside the paper/,/^### /p' {w}/zhang-speedup/zhang2015-speedup/report/report.md "
+                                 "| grep -E '^(\\||- )'"],
             what="Zhang's throughput speedup: the paper's profile, this machine's, and L = 1, 2 measured"),
     Section("zhang-full", 50, [suite_table("zhang2015", "zhang-full")],
             what="the full Zhang suite (9 configurations x 3 seeds, 4 epochs, modelled time) beside the paper"),
