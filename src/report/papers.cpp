@@ -192,7 +192,10 @@ Judged speedup_verdict(const json& claim, const ConfigGroup& g) {
   const bool tt = claim.contains("at_test_error");
   const Agg& a = tt ? g.train_tt_speedup : g.tp_speedup;
   const std::string what = tt ? "time-to-target speedup (training error)" : "throughput speedup";
-  if (a.state != Agg::State::number) return {Verdict::undecided, what + ": " + (a.text().empty() ? "none" : a.text())};
+  if (a.state == Agg::State::blank)
+    return {Verdict::not_tested, tt ? "no time-to-target speedup (no single-learner baseline, or the target not reached)"
+                                    : "no single-learner baseline in this suite to divide by"};
+  if (a.state != Agg::State::number) return {Verdict::undecided, what + ": " + a.text()};
   if (seed_runs(g).size() < 2) return {Verdict::undecided, what + " from one seed: no interval"};
   if (claim.contains("value") && claim["value"].is_number()) {
     const double v = claim["value"].get<double>();
