@@ -254,16 +254,10 @@ Judged flat_verdict(const json& claim, const ConfigGroup& g, const Groups& at) {
         (!base || number_of(o->rep().n) < number_of(base->rep().n)))
       base = o;
   if (!base || base == &g) return {Verdict::not_tested, "the reference of the rows below (smallest n)"};
-  const Interval d = diff_ci95(final_errors(g), final_errors(*base));
   const std::string what = fmt::format("final error minus n={}'s", base->rep().n);
   const bool approx = flag(claim, "approx") && claim.contains("value") && claim["value"].is_number();
   const double m = approx ? 0.1 * claim["value"].get<double>() : 0.01;
-  if (std::isnan(d.lo)) return positive(d, what, kPoints);  // undecided, with its reason
-  const std::string shown = fmt::format("{} {:.2f}pp [{:.2f}pp, {:.2f}pp] against a margin of +-{:.2f}pp", what,
-                                        100 * d.mean, 100 * d.lo, 100 * d.hi, 100 * m);
-  if (d.lo >= -m && d.hi <= m) return {Verdict::reproduced, shown + ": within it"};
-  if (d.lo > m || d.hi < -m) return {Verdict::not_reproduced, shown + ": wholly outside it"};
-  return {Verdict::undecided, shown + ": not told from seed noise"};
+  return within(diff_ci95(final_errors(g), final_errors(*base)), m, what, kPoints);
 }
 
 Judged value_verdict(const json& claim, const ConfigGroup& g) {

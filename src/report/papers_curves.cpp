@@ -36,7 +36,7 @@ namespace {
 std::vector<double> errors_at(const ConfigGroup& g, double t) {
   std::vector<double> v;
   for (const RunInfo* r : seed_runs(g)) {
-    const double e = smoothed_train_error_at(r->updates, t, 400, r->per_gradient);
+    const double e = smoothed_train_error_at(r->updates, t, kSmoothingWindow, r->per_gradient);
     if (!std::isnan(e)) v.push_back(e);
   }
   return v;
@@ -46,8 +46,8 @@ std::vector<double> errors_at(const ConfigGroup& g, double t) {
 std::vector<double> falls(const ConfigGroup& g, double t1, double t2) {
   std::vector<double> v;
   for (const RunInfo* r : seed_runs(g)) {
-    const double a = smoothed_train_error_at(r->updates, t1, 400, r->per_gradient),
-                 b = smoothed_train_error_at(r->updates, t2, 400, r->per_gradient);
+    const double a = smoothed_train_error_at(r->updates, t1, kSmoothingWindow, r->per_gradient),
+                 b = smoothed_train_error_at(r->updates, t2, kSmoothingWindow, r->per_gradient);
     if (!std::isnan(a) && !std::isnan(b)) v.push_back(a - b);
   }
   return v;
@@ -78,9 +78,9 @@ std::string merges_by(const ConfigGroup& g, double t) {
   int n = 0;
   const int L = std::max(1, g.rep().learners);
   for (const RunInfo* r : seed_runs(g)) {
-    std::size_t k = 0;
-    while (k < r->updates.size() && r->updates[k].wall_s <= t) ++k;
-    per += static_cast<double>(k) / L, ++n;
+    const auto landed = std::upper_bound(r->updates.begin(), r->updates.end(), t,
+                                         [](double at, const io::UpdateRecord& u) { return at < u.wall_s; });
+    per += static_cast<double>(landed - r->updates.begin()) / L, ++n;
     if (r->updates.size() >= static_cast<std::size_t>(L)) {
       const double at = r->updates[static_cast<std::size_t>(L) - 1].wall_s;
       full = std::isnan(full) ? at : std::max(full, at);
@@ -122,10 +122,6 @@ std::vector<Groups> families(const Groups& gs, const std::vector<const char*>& d
 
 bool nsync(const ConfigGroup& g) { return g.rep().protocol == "nsync"; }
 
-}  // namespace
-
-namespace {
-
 // The single learner most like g: the same settings but learners and the
 // merge rule, else also another n_sync; null when none is.
 const ConfigGroup* single_like(const ConfigGroup& g, const Groups& ones) {
@@ -150,13 +146,13 @@ void train_error_rows(const json& claim, const Groups& all, ClaimRows& out) {
     else if (value_match(claim, "n_sync", number_of(r.n_sync))) many.push_back(g);
   }
   for (const auto* g : many) {
-    // the single learner most like it: same everything but learners, n_sync and merge
     const ConfigGroup* one = single_like(*g, ones);
     const double t = one ? std::min(end_time(*g), end_time(*one)) : end_time(*g);
+    const auto mine = errors_at(*g, t), single = one ? errors_at(*one, t) : std::vector<double>{};
     std::string ours = fmt::format("ours: smoothed training error at t = {:.3g} s ({}): ", t, clock_name(*g));
-    if (one) ours += fmt::format("L=1 {}, ", pct(errors_at(*one, t)));
-    ours += fmt::format("L={} {}", g->rep().learners, pct(errors_at(*g, t)));
-    const Judged j = one ? positive(diff_ci95(errors_at(*one, t), errors_at(*g, t)),
+    if (one) ours += fmt::format("L=1 {}, ", pct(single));
+    ours += fmt::format("L={} {}", g->rep().learners, pct(mine));
+    const Judged j = one ? positive(diff_ci95(single, mine),
                                     fmt::format("L=1 minus L={}", g->rep().learners), kPoints)
                          : Judged{Verdict::not_tested, "no single learner of this setting"};
     out.add(ours, j, data_of(*g), config_label(*g) + ", " + seeds_text(*g));
@@ -190,10 +186,6 @@ std::string early_late_text(const Groups& fam, double t) {
   if (steepest) ours += fmt::format("; steepest late: L={}", steepest->rep().learners);
   return ours;
 }
-
-}  // namespace
-
-namespace {
 
 // The early-error part of the cold-start claim: every seed of both must
 // have a merge landed by the early time (a seed with none is itself a sign

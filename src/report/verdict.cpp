@@ -56,6 +56,14 @@ Judged overlaps(const Interval& ours, double lo, double hi, const std::string& w
   return {Verdict::reproduced, shown + ": overlaps"};
 }
 
+Judged within(const Interval& d, double margin, const std::string& what, const Shown& s) {
+  if (std::isnan(d.lo) || std::isnan(d.hi)) return positive(d, what, s);  // undecided, with its reason
+  const std::string shown = fmt::format("{} {} against a margin of +-{}", what, interval(d, s), value(margin, s));
+  if (d.lo >= -margin && d.hi <= margin) return {Verdict::reproduced, shown + ": within it"};
+  if (d.lo > margin || d.hi < -margin) return {Verdict::not_reproduced, shown + ": wholly outside it"};
+  return {Verdict::undecided, shown + ": not told from seed noise"};
+}
+
 Judged both(const Judged& a, const Judged& b) {
   if (a.v == Verdict::not_tested) return b;
   if (b.v == Verdict::not_tested) return a;

@@ -38,6 +38,9 @@ struct Shown {
 Judged positive(const Interval& d, const std::string& what, const Shown& s);
 // Claimed: the value lies in [lo, hi] (lo == hi: one value; hi may be inf).
 Judged overlaps(const Interval& ours, double lo, double hi, const std::string& what, const Shown& s);
+// Claimed: no difference, d within [-margin, margin]: reproduced when the
+// interval lies within it, not reproduced when wholly outside it.
+Judged within(const Interval& d, double margin, const std::string& what, const Shown& s);
 // Both parts of a claim: not reproduced if either is, reproduced if both
 // are, else undecided; the reasons joined.
 Judged both(const Judged& a, const Judged& b);
