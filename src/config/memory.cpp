@@ -85,6 +85,8 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
     copies += fp.per_shard + L * (fp.per_learner + fp.per_shard_per_learner);
   }
   e.model = params * 4 * copies;
+  // an MPI server shard: where each learner's next gradient lands (at most 1 GiB, ps::Server)
+  if (!virt) e.model += std::min(L * params * 4 / std::max(1, c.servers), 1024.0 * 1024 * 1024);
   // the training and test images, loading buffers, and each sampler's permutation
   e.data = (f.n_train + f.n_test) * sample * 4 + f.transient + f.n_train * 8 * (virt ? L + 1 : 1);
   const double batch = static_cast<double>(std::max(c.batch, c.eval_batch));

@@ -19,6 +19,11 @@ Server::Server(RunSession& session, const Comm& comm, data::DataPair* data, engi
   timing_.resize(static_cast<std::size_t>(L_));
   for (int l = 0; l < L_; ++l) timing_[static_cast<std::size_t>(l)].learner = l;  // pushed: -1 until its bye
   pushed_before_.assign(static_cast<std::size_t>(L_), 0);
+  reply_heads_.resize(static_cast<std::size_t>(L_));
+  replies_.assign(2 * static_cast<std::size_t>(L_), MPI_REQUEST_NULL);
+  landing_on_ = static_cast<double>(L_) * static_cast<double>(shard_.len) * sizeof(real_t) <= kLandingBudgetBytes;
+  landing_.resize(static_cast<std::size_t>(L_));
+  landing_req_.assign(static_cast<std::size_t>(L_), MPI_REQUEST_NULL);
 }
 
 bool Server::resume() {
@@ -108,6 +113,8 @@ io::RunResult Server::run() {
                                 st.MPI_TAG, src));
     }
   }
+  finish_replies();
+  for (int l = 0; l < L_; ++l) cancel_landing(l);
   if (!writer) {
     checkpoint();
     return {};
@@ -139,6 +146,7 @@ void Server::on_hello(int src) {
 void Server::on_bye(int src, bool& finish, int& byes) {
   PushHeader h;
   recv(h, src, kBye);
+  cancel_landing(src - S_);
   auto& t = timing_[static_cast<std::size_t>(src - S_)];
   t.compute_s = h.compute_s;
   t.wait_s = h.wait_s;
@@ -180,10 +188,22 @@ void Server::reply(int learner_rank, ReplyHeader h) {
   }
   // The weights go with every reply, stop included: the learner pre-posts
   // both receives, so no send here can wait on a learner that waits on us.
-  MPI_Request r[2];
-  r[0] = isend(h, learner_rank, kReply, comm_.get());
+  // The server does not wait for them here: replies to several learners go
+  // out at once, beside the pushes coming in, and finish_replies completes
+  // them before the weights change.
+  const auto l = static_cast<std::size_t>(learner_rank - S_);
+  MPI_Request* r = &replies_[2 * l];
+  polite_wait_all(2, r, Wait::transfer, "an earlier reply to reach a learner");
+  reply_heads_[l] = h;
+  r[0] = isend(reply_heads_[l], learner_rank, kReply, comm_.get());
   r[1] = isend_floats(core_.weights().data(), shard_.len, learner_rank, kReplyData, comm_.get());
-  polite_wait_all(2, r, Wait::transfer, "a reply to reach a learner");
+}
+
+// Completes every reply still going out. Cannot deadlock: each learner
+// pre-posted the receives of its reply before it pushed.
+void Server::finish_replies() {
+  polite_wait_all(static_cast<int>(replies_.size()), replies_.data(), Wait::transfer,
+                  "replies to reach the learners");
 }
 
 void Server::on_push(int src) {
@@ -194,10 +214,14 @@ void Server::on_push(int src) {
   if (h.shm) {  // the gradient is in the learner's window: read this shard's slice there
     MPI_Win_sync(shm_->grads);
     shared = nn::View(shm_->grad_base[static_cast<std::size_t>(l)] + shard_.offset, shard_.len);
-  } else {
-    MPI_Request r = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
+  } else if (auto& r = landing_req_[static_cast<std::size_t>(l)]; r != MPI_REQUEST_NULL) {
     polite_wait(r, Wait::transfer, "a learner's gradient");
+    shared = landing_[static_cast<std::size_t>(l)];
+  } else {
+    MPI_Request r1 = irecv_floats(core_.inbox().data(), shard_.len, src, kPushData, comm_.get());
+    polite_wait(r1, Wait::transfer, "a learner's gradient");
   }
+  const nn::View* payload = shared.data() != nullptr ? &shared : nullptr;
   inject_delay();
   sleep_s(injected_server_costs().byte_s * 4.0 * static_cast<double>(shard_.len));
   if (stopping_) {  // the run is over: answer with stop, apply nothing
@@ -205,9 +229,10 @@ void Server::on_push(int src) {
     return;
   }
   drain_readers();  // the update changes the weights: nobody may be copying them
+  finish_replies();  // nor sending them
   const bool update = core_.accept(
       {l, h.timestamp, h.samples, h.loss_sum, h.wrong, {h.cursor_epoch, h.cursor_batch}},
-      train_clock(), h.shm ? &shared : nullptr);
+      train_clock(), payload);
   if (update) {
     sleep_s(injected_server_costs().update_s);
     after_update();
@@ -218,6 +243,23 @@ void Server::on_push(int src) {
   for (int p : core_.answer(l, update)) reply(p + S_, rh);
   if (stopping_)
     for (int q : core_.release_all()) reply(q + S_, rh);
+  else if (!h.shm)
+    post_landing(l);  // its gradient has been taken in: the buffer is free for the next
+}
+
+void Server::post_landing(int l) {
+  if (!landing_on_) return;
+  const auto i = static_cast<std::size_t>(l);
+  if (landing_[i].data() == nullptr) landing_[i] = nn::View("asgd::server::landing", shard_.len);
+  landing_req_[i] = irecv_floats(landing_[i].data(), shard_.len, l + S_, kPushData, comm_.get());
+}
+
+// A learner that said bye pushes no more: its posted receive is withdrawn.
+void Server::cancel_landing(int l) {
+  auto& r = landing_req_[static_cast<std::size_t>(l)];
+  if (r == MPI_REQUEST_NULL) return;
+  mpi_check(MPI_Cancel(&r), "Cancel");
+  polite_wait(r, Wait::event, "a withdrawn receive");
 }
 
 // Waits until every learner that was sent a reply has copied the weights.

@@ -48,6 +48,9 @@ class Server {
   void reply(int learner_rank, ReplyHeader h);
   void on_push(int src);
   void drain_readers();
+  void finish_replies();
+  void post_landing(int l);
+  void cancel_landing(int l);
   void after_update();
   void progress();
   void run_eval();
@@ -67,6 +70,20 @@ class Server {
   ShardCore core_;
   const SharedWindows* shm_ = nullptr;
   int readers_ = 0;  // learners sent a reply that have not said kPullDone
+  // Replies by message still on their way, per learner (header, weights):
+  // the server goes on serving while they go out, and completes them all
+  // before the weights change (finish_replies).
+  std::vector<ReplyHeader> reply_heads_;
+  std::vector<MPI_Request> replies_;  // 2 per learner; MPI_REQUEST_NULL when none
+  // Per learner, where its next pushed gradient lands: a receive posted
+  // before its header comes, so that gradients from several learners arrive
+  // at once instead of one after another. Empty when L shard-sized buffers
+  // would pass kLandingBudgetBytes: then each lands in the core's inbox,
+  // received when its header is read.
+  static constexpr double kLandingBudgetBytes = 1 << 30;
+  bool landing_on_ = false;
+  std::vector<nn::View> landing_;
+  std::vector<MPI_Request> landing_req_;
   double train_s_ = 0, paused_s_ = 0, warm_up_s_ = 0, started_unix_ = 0;
   Clock::time_point start_;
   std::int64_t win_samples_ = 0;
