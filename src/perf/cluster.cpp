@@ -38,7 +38,9 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
   for (auto& s : shards_) {
     s.applied_of.assign(L, -1);
     s.applied_seq.assign(L, 0);
+    s.landed.assign(L, 0);
   }
+  part_.assign(L, 0);
   current_push_.assign(L, -1);
   sending_.assign(L, 0);
   learners_.resize(L);
@@ -132,6 +134,11 @@ void Cluster::handle(const Tag& tag) {
       start_push(l);
       return;
     case Kind::recv:
+      if (spec_.duplex) {  // its bytes are in: the shard takes it in its turn
+        shards_[static_cast<std::size_t>(k)].landed[static_cast<std::size_t>(l)] = 1;
+        try_start(k);
+        return;
+      }
       received(k, l);
       return;
     case Kind::recv_injected:
@@ -160,22 +167,31 @@ void Cluster::handle(const Tag& tag) {
       begin_compute(l);
       return;
     case Kind::shard_woken:
-      transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
+      if (spec_.duplex)
+        received(k, l);
+      else
+        transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
       return;
     case Kind::reply_sent:
-      if (--shards_[static_cast<std::size_t>(k)].replies_left == 0)
-        serve(k);
-      else
-        send_reply(k);
+      if (--shards_[static_cast<std::size_t>(k)].sends_pending == 0) try_start(k);
+      return;
+    case Kind::push_sent:
+      push_sent(l);
       return;
   }
 }
 
-// Shard k's replies leave: one at a time over a duplex link, else all at once.
+// Shard k's replies leave, all at once: over a duplex link one after the
+// other with nothing between them but their injected costs, and the shard
+// goes on after the last.
 void Cluster::send_replies(int k, int l) {
   Shard& s = shards_[static_cast<std::size_t>(k)];
   if (spec_.duplex) {
     transfer(s.reply_to[s.next_reply++], k, bytes(k), Tag{Kind::reply, l, k}, false);
+    if (s.next_reply < s.reply_to.size())
+      send_reply(k);
+    else
+      serve(k);
     return;
   }
   for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k}, false);
@@ -195,38 +211,38 @@ void Cluster::reply_received(int k, int l) {
 void Cluster::transferred(int id) {
   const Transfer x = transfers_[static_cast<std::size_t>(id)];
   free_transfers_.push_back(id);
+  // duplex: the sender's send is done when the rest fits its buffers
+  const Tag sent{x.to_shard ? Kind::push_sent : Kind::reply_sent, x.learner, x.shard};
   if (x.bytes <= 0) {
+    if (spec_.duplex) timer(0, sent);
     handle(x.then);
     return;
   }
-  if (x.to_shard) {
-    activity(x.bytes, kInf, learner_tx0_ + x.learner, shard_rx0_ + x.shard, x.then);
-    return;
-  }
-  const int a = activity(x.bytes, kInf, learner_rx0_ + x.learner, shard_tx0_ + x.shard, x.then);
-  if (spec_.duplex) {  // the shard's send is done when the rest fits its buffers
-    const Tag sent{Kind::reply_sent, x.learner, x.shard};
-    if (x.bytes <= spec_.send_buffer_bytes) {
-      timer(0, sent);
-    } else {
-      acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
-      acts_[static_cast<std::size_t>(a)].notify = sent;
-    }
+  const int a = x.to_shard ? activity(x.bytes, kInf, learner_tx0_ + x.learner, shard_rx0_ + x.shard, x.then)
+                           : activity(x.bytes, kInf, learner_rx0_ + x.learner, shard_tx0_ + x.shard, x.then);
+  if (!spec_.duplex) return;
+  if (x.bytes <= spec_.send_buffer_bytes) {
+    timer(0, sent);
+  } else {
+    acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
+    acts_[static_cast<std::size_t>(a)].notify = sent;
   }
 }
 
 // Shard k has received a push from learner l.
 void Cluster::received(int k, int l) {
   Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
-  --sending_[static_cast<std::size_t>(p.learner)];
-  for (int q = 0; q < spec_.shards; ++q)
-    if (q != k) try_start(q);
+  if (!spec_.duplex) {
+    --sending_[static_cast<std::size_t>(p.learner)];
+    for (int q = 0; q < spec_.shards; ++q)
+      if (q != k) try_start(q);
+  }
   if (++p.received == spec_.shards) {
     wait_from_[static_cast<std::size_t>(p.learner)] = now_;
     // released before its push reached every shard: it waited for nothing
     if (learners_[static_cast<std::size_t>(p.learner)].released_at < p.made)
       pushed_at_[static_cast<std::size_t>(p.learner)] = now_;
-    times_[static_cast<std::size_t>(p.learner)].push_s += now_ - p.made;
+    if (!spec_.duplex) times_[static_cast<std::size_t>(p.learner)].push_s += now_ - p.made;
   }
   if (spec_.inject_byte_s > 0) {
     timer(bytes(k) * spec_.inject_byte_s, Tag{Kind::recv_injected, l, k});
@@ -258,6 +274,11 @@ void Cluster::start_push(int l) {
   p.made = now_;
   pushes_.push_back(std::move(p));
   current_push_[static_cast<std::size_t>(l)] = id;
+  if (spec_.duplex) {
+    part_[static_cast<std::size_t>(l)] = 0;
+    push_part(l);
+    return;
+  }
   for (int k = 0; k < spec_.shards; ++k) {
     shards_[static_cast<std::size_t>(k)].pushes.push_back(id);
     try_start(k);
@@ -276,6 +297,10 @@ void Cluster::try_start(int k) {
   double& idle = idle_since_[static_cast<std::size_t>(k)];
   if (idle < 0) idle = now_;  // polling for a push from now on
   if (s.pushes.empty()) return;
+  if (spec_.duplex) {
+    take_landed(k);
+    return;
+  }
   const auto it = std::find_if(s.pushes.begin(), s.pushes.end(), [&](std::int64_t id) {
     return sending_[static_cast<std::size_t>(pushes_[static_cast<std::size_t>(id)].learner)] == 0;
   });
@@ -288,6 +313,43 @@ void Cluster::try_start(int k) {
   const double waited = now_ - idle;
   idle = -1;
   at_poll(waited, Tag{Kind::shard_woken, l, k});  // the poll that notices the push
+}
+
+// Duplex links: learner l sends the next part of its push (its bytes flow
+// at once: the shard has a receive posted for them).
+void Cluster::push_part(int l) {
+  const int S = spec_.shards;
+  const int first = static_cast<int>((static_cast<std::int64_t>(l) * std::max(1, S / spec_.learners)) % S);
+  const int k = (first + part_[static_cast<std::size_t>(l)]) % S;
+  shards_[static_cast<std::size_t>(k)].pushes.push_back(current_push_[static_cast<std::size_t>(l)]);
+  transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
+}
+
+// Duplex links: learner l's send of a part is done; the next part, or its push is made.
+void Cluster::push_sent(int l) {
+  if (++part_[static_cast<std::size_t>(l)] < spec_.shards) {
+    push_part(l);
+    return;
+  }
+  times_[static_cast<std::size_t>(l)].push_s +=
+      now_ - pushes_[static_cast<std::size_t>(current_push_[static_cast<std::size_t>(l)])].made;
+}
+
+// Duplex links: shard k takes its earliest push once that push's bytes are
+// in and its own replies are sent (the real shard completes its sends before
+// the weights change).
+void Cluster::take_landed(int k) {
+  Shard& s = shards_[static_cast<std::size_t>(k)];
+  const int l = pushes_[static_cast<std::size_t>(s.pushes.front())].learner;
+  if (s.landed[static_cast<std::size_t>(l)] == 0 || s.sends_pending > 0) return;
+  s.job = s.pushes.front();
+  s.pushes.pop_front();
+  s.busy = true;
+  s.landed[static_cast<std::size_t>(l)] = 0;
+  double& idle = idle_since_[static_cast<std::size_t>(k)];
+  const double waited = now_ - idle;
+  idle = -1;
+  at_poll(waited, Tag{Kind::shard_woken, l, k});  // the poll that notices it
 }
 
 // The push received: its apply (and the update's, at every c-th) on a CPU.
@@ -376,6 +438,7 @@ void Cluster::send_replies(int k) {
   s.replied_at = now_;
   if (spec_.duplex) {
     s.next_reply = 0;
+    s.sends_pending += n;
     send_reply(k);
     return;
   }

@@ -9,7 +9,7 @@
 //    made: it receives the push (a transfer), adds it (accumulate cost per
 //    parameter, plus the update cost when it completes an update of c
 //    gradients, plus injected costs), sends the learners the push releases
-//    its replies (transfers), and only then takes the next push. The run
+//    its replies (transfers), and then takes the next push. The run
 //    decides whom a push releases when the first shard has applied it; every
 //    other shard replies as decided once it has applied the push itself (as
 //    the real shards do, each on its own: they see the same pushes in the
@@ -22,10 +22,16 @@
 //    shard's replies go to every released learner at once (each learner
 //    copies the weights itself). Network links (ranks on different nodes):
 //    each endpoint sends and receives at its rate at once (a transfer takes
-//    the sender's send side and the receiver's receive side), and a shard
-//    sends its replies one at a time, in the order of the release, each
-//    after the last has left its send buffers (`send_buffer_bytes`: the real
-//    server's send is done when the data is in the kernel's buffers).
+//    the sender's send side and the receiver's receive side). A learner's
+//    push goes to its shards one at a time (learner l starting at shard
+//    l x max(1, S / L) mod S, as the real learners do), the next part when
+//    all but `send_buffer_bytes` of the last have left (the real send is
+//    done when the rest is in the kernel's buffers); its bytes flow at once,
+//    whatever the shard is doing (the real shard posts the receive of each
+//    learner's next gradient ahead), and the shard takes the pushes in the
+//    order their parts began, each once its bytes are in. A shard's replies
+//    go to every released learner at once and the shard goes on; it applies
+//    its next push only when they are sent (all but the buffers' bytes).
 //  - CPU work (compute steps, a shard's apply) shares `cores` processors
 //    when the ranks (learners + shards) outnumber them: each working rank
 //    runs at min(1, cores / (working + load x waiting)), where a waiting
@@ -97,7 +103,7 @@ class Cluster {
  private:
   enum class Kind {
     compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, reply_sent, latency,
-    woken, shard_woken, shard_released
+    woken, shard_woken, shard_released, push_sent
   };
   struct Tag {
     Kind kind;
@@ -132,6 +138,8 @@ class Cluster {
     int replies_left = 0;
     std::vector<int> reply_to;
     std::size_t next_reply = 0;  // duplex: the next of reply_to to send to
+    int sends_pending = 0;       // duplex: replies whose send is not done
+    std::vector<char> landed;    // duplex: per learner, its push's bytes are in
     double replied_at = 0;       // when it sent its last replies (shared windows: it then waits for the copies)
     std::vector<std::int64_t> applied_of;       // per learner: its last push this shard applied
     std::vector<std::int64_t> applied_seq;      // per learner: when (this shard's count of applies)
@@ -168,6 +176,9 @@ class Cluster {
   void serve(int k);
   void reply_arrived(int l);
   void begin_compute(int l);
+  void push_part(int l);
+  void push_sent(int l);
+  void take_landed(int k);
   double bytes(int k) const { return 4.0 * spec_.shard_params[static_cast<std::size_t>(k)]; }
 
   ClusterSpec spec_;
@@ -191,6 +202,7 @@ class Cluster {
   std::vector<double> pushed_at_;        // per learner: when its last push was received everywhere
   std::vector<std::int64_t> current_push_;  // per learner: its last push (-1: none yet)
   std::vector<int> sending_;                // per learner: shards receiving its push now
+  std::vector<int> part_;                   // duplex, per learner: parts of its push sent
   std::vector<double> wait_from_;           // per learner: when its push reached every shard (-1: not waiting)
   std::vector<double> idle_since_;          // per shard: since when it has had no push to take (-1: busy)
   int deciding_ = -1;                       // the shard whose apply awaits the run's decision

@@ -141,6 +141,7 @@ void Server::on_hello(int src) {
   recv(h, src, kHello);
   const auto& c = core_.cursors()[static_cast<std::size_t>(src - S_)];
   reply(src, ReplyHeader{core_.clock(), stopping_ ? 1 : 0, c.epoch, c.batch});
+  if (shm_ == nullptr && !stopping_) post_landing(src - S_);  // its gradients come by message
 }
 
 void Server::on_bye(int src, bool& finish, int& byes) {

@@ -180,19 +180,27 @@ TEST(Cluster, DeterministicWithRandomDraws) {
   EXPECT_EQ(run(), run());
 }
 
-// Messages (ranks on different nodes): a shard sends its replies one at a
-// time; with shared windows both copies run at once (ALinkIsSharedByItsTransfers).
-TEST(Cluster, MessagesRepliesGoOneAtATime) {
+// Messages (ranks on different nodes): a shard sends its replies to every
+// released learner at once, and the pushes of several learners flow into it
+// at once (it has a receive posted for each).
+TEST(Cluster, MessagesRepliesAndPushesGoAtOnce) {
   ClusterSpec s = one(1e6);  // 4 MB: 1 ms at the shard's 4 GB/s
   s.learners = 2;
   s.server_Bps = 4e9;
   s.duplex = true;
   Cluster c(s, [](int) { return 0.5; });
   c.start(0);
-  EXPECT_EQ(c.next(), 0);  // reply at 1 ms, push at 0.501, received at 0.502
-  EXPECT_NEAR(c.now(), 0.502, 1e-12);
-  EXPECT_NEAR(c.times(0).pull_s, 0.001, 1e-12);
+  // both replies share the shard's send side: 2 ms; both pushes (at 0.502)
+  // share its receive side: in at 0.504, learner 0's taken first
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.now(), 0.504, 1e-12);
+  EXPECT_NEAR(c.times(0).pull_s, 0.002, 1e-12);
   EXPECT_NEAR(c.times(1).pull_s, 0.002, 1e-12);
+  c.release({0});
+  // already in, but applied only once the reply to learner 0 is sent (the
+  // weights must not change under a send): 1 ms
+  EXPECT_EQ(c.next(), 1);
+  EXPECT_NEAR(c.now(), 0.505, 1e-12);
 }
 
 // One learner, two shards of 4 and 12 MB, its link 4 GB/s the bottleneck.
@@ -230,22 +238,26 @@ TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
   EXPECT_NEAR(spull, 0.004 + 0.007, 1e-12);
 }
 
-// A shard's send is done when the rest fits its send buffers: with 3 MB of
-// buffers it sends the next reply after 1 of the 4 MB, and both replies
-// share its send side from then on.
+// A send is done when the rest fits the sender's buffers: one learner, two
+// shards of 4 MB, its link 4 GB/s, 3 MB of buffers. The part for shard 0 is
+// sent after its first MB (0.25 ms); from then on it shares the learner's
+// send side with the part for shard 1.
 TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
-  ClusterSpec s = one(1e6);  // 4 MB: 1 ms at 4 GB/s
-  s.learners = 2;
-  s.server_Bps = 4e9;
+  ClusterSpec s;
+  s.shards = 2;
+  s.shard_params = {1e6, 1e6};
+  s.learner_Bps = 4e9;
   s.duplex = true;
   s.send_buffer_bytes = 3e6;
-  Cluster c(s, [](int) { return 0.5; });
+  Cluster c(s, [](int) { return 0.01; });
   c.start(0);
-  c.next();
-  // reply 0 alone to 0.25 ms, then the two share: reply 0's 3 MB at 2 GB/s to 1.75 ms
-  EXPECT_NEAR(c.times(0).pull_s, 0.00175, 1e-12);
-  // reply 1: 3 MB of 4 by 1.75 ms, the last alone: 2 ms
-  EXPECT_NEAR(c.times(1).pull_s, 0.002, 1e-12);
+  // the two replies share the learner's receive side: 2 ms; push at 12 ms
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.times(0).pull_s, 0.002, 1e-12);
+  // part 0 alone to 12.25 ms, then its 3 MB at 2 GB/s: in at 13.75 ms
+  EXPECT_NEAR(c.now(), 0.01375, 1e-12);
+  // part 1's send is done after its first MB at 2 GB/s: 12.75 ms
+  EXPECT_NEAR(c.times(0).push_s, 0.00075, 1e-12);
 }
 
 // Hardsync rounds across nodes: a lenet-sized model (13 MB a push) on
