@@ -11,6 +11,7 @@
 #                                  namespace, link and file made here
 #   tools/cluster.sh status        the nodes, their addresses and links, the daemons
 #   tools/cluster.sh exec NODE CMD...   run CMD on a node (asgd-nodeK or K)
+#   tools/cluster.sh burst NODE    the bytes of NODE's token bucket (tbf burst; both directions)
 #   tools/cluster.sh env           print the exports for the cluster's mpiexec and Slurm
 # `$ASGD_CLUSTER_DIR/bin/mpiexec` (default /run/asgd-cluster) is MPICH's hydra started on
 # asgd-node1, launching ranks on the nodes (one per node in order, wrapping round, unless
@@ -26,7 +27,7 @@ MAX_NODES=64
 me=cluster.sh
 
 die() { echo "$me: $*" >&2; exit 2; }
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 need_tools() {
   [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, veth links, tc)"
@@ -343,6 +344,11 @@ case $cmd in
     n=$(node_name "$1"); shift
     [[ -f $D/slurm/slurm.conf ]] && export SLURM_CONF=$D/slurm/slurm.conf
     on_node "$n" "$@" ;;
+  burst)
+    [[ $# -eq 1 ]] || die "burst: want NODE"
+    [[ -f $D/nodes ]] || die "burst: nothing is up"
+    n=$(node_name "$1")
+    burst_of "$(awk -v n="$n" '$1 == n {print $3}' "$D/nodes")" ;;
   env)
     [[ -f $D/nodes ]] || die "env: nothing is up"
     echo "# the cluster's mpiexec: asgd sweep run --mpiexec $D/bin/mpiexec, asgd calibrate --mpiexec $D/bin/mpiexec"
@@ -352,5 +358,5 @@ case $cmd in
     true ;;
   -h|--help) usage ;;
   "") usage >&2; exit 2 ;;
-  *) die "unknown command '$cmd' (up, down, status, exec, env)" ;;
+  *) die "unknown command '$cmd' (up, down, status, exec, burst, env)" ;;
 esac

@@ -109,6 +109,12 @@ else
   echo "calibrating: $asgd calibrate --mpiexec $mpiexec (the link probe between asgd-node1 and asgd-node2)" >&2
   "$asgd" calibrate --out "$out/profile.yaml" --models "$model" --batch "$batch" --mpiexec "$mpiexec" >"$out/calibrate.log" 2>&1 ||
     { cat "$out/calibrate.log" >&2; exit 1; }
+  # the links' token bucket, as tools/cluster.sh set it (calibrate cannot see it: a message
+  # after a pause waits longer for the ranks' polls than the bucket saves)
+  burst=$("$root/tools/cluster.sh" burst 1)
+  sed -i "/^  send_buffer_bytes:/a\\  burst_bytes: {value: $burst, stated: \"the tc tbf bucket of every link of the emulated cluster (tools/cluster.sh burst 1)\"}" \
+    "$out/profile.yaml"
+  grep -q '^  burst_bytes:' "$out/profile.yaml" || die "could not add the links' bucket to $out/profile.yaml"
 fi
 
 common=(--model "$model" --batch "$batch" --eval-every 100 --seed 7 "${extra_args[@]}")

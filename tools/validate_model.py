@@ -2,13 +2,15 @@
 """Prints the performance model's validation table (tools/validate_model.sh):
 for each pair of results files (real MPI run, virtual run on the profile) the
 measured and predicted steady-state samples/s and mean staleness, and their
-ratios, and each run's throughput speedup over the same configuration's
-L = 1 run where the table has one.
+ratios, each run's throughput speedup over the same configuration's
+L = 1 run where the table has one, and what bounded the modelled run (its
+busiest resource's share of the time, and the cores').
 
 Usage: validate_model.py PAIRS_FILE   (lines: label<TAB>virtual.h5<TAB>real.h5[<TAB>real.h5...];
 the real runs' median throughput is the measured one, with that run's staleness)
 Exit 1 when a pair is outside the bounds (throughput within 10%, staleness
 within 10% or 0.1 absolute below 1)."""
+import json
 import re
 import sys
 
@@ -30,6 +32,20 @@ def figures(path):
     return rate, mean_tau
 
 
+def bound(path):
+    """What bounded a modelled run: its busiest resource and the cores' share
+    (the performance model's account in the timing_model attribute)."""
+    with h5py.File(path, "r") as h:
+        tm = json.loads(h.attrs["timing_model"])
+    b = tm.get("busiest")
+    if not b:
+        return "-"
+    out = f"{b['resource']} {100 * b['share']:.0f}%"
+    if "cores_share" in tm and b["resource"] != "cores":
+        out += f"; cores {100 * tm['cores_share']:.0f}%"
+    return out
+
+
 def speedup_key(label):
     """(label without L=, L) for labels "MODEL L=n S=k PROTOCOL"; None otherwise."""
     m = re.fullmatch(r"(\S+) L=(\d+) (.*)", label)
@@ -46,7 +62,7 @@ def main():
         tau_ok = abs(pt - mt) <= 0.1 if max(mt, pt) < 1 else abs(pt / mt - 1) <= 0.1
         ok = abs(ratio - 1) <= 0.1 and tau_ok
         bad += 0 if ok else 1
-        rows.append((label, mr, pr, ratio, mt, pt, "yes" if ok else "NO"))
+        rows.append((label, mr, pr, ratio, mt, pt, "yes" if ok else "NO", bound(virt)))
     # throughput speedup over the same configuration's L = 1 run, where there is one
     one = {}
     for r in rows:
@@ -54,14 +70,14 @@ def main():
         if k and k[1] == 1:
             one[k[0]] = r
     print("| run | measured samples/s (median of the real runs) | predicted | ratio | measured mean tau | predicted "
-          "| within bounds | speedup over L = 1, measured | predicted |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| within bounds | speedup over L = 1, measured | predicted | busiest in the model |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         k = speedup_key(r[0])
         base = one.get(k[0]) if k else None
         sm = f"{r[1] / base[1]:.2f}" if base else "-"
         sp = f"{r[2] / base[2]:.2f}" if base else "-"
-        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} | {sm} | {sp} |")
+        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} | {sm} | {sp} | {r[7]} |")
     print(f"\n{len(rows) - bad} of {len(rows)} runs within bounds (throughput within 10%, mean staleness "
           f"within 10% or 0.1 absolute below 1)")
     return 1 if bad else 0

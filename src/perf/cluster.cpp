@@ -34,6 +34,9 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
     capacity_.insert(capacity_.end(), S, spec_.server_Bps);
   }
   users_.assign(capacity_.size(), 0);
+  busy_.assign(capacity_.size(), 0);
+  tokens_.assign(capacity_.size(), spec_.burst_bytes);
+  quiet_from_.assign(capacity_.size(), 0);
   shards_.resize(S);
   for (auto& s : shards_) {
     s.applied_of.assign(L, -1);
@@ -59,22 +62,6 @@ double Cluster::at_poll(double waited, Tag then) {
   else
     handle(then);
   return late;
-}
-
-// The bytes of a transfer flow after both endpoints' latencies.
-void Cluster::transfer(int learner, int shard, double bytes, Tag then, bool to_shard) {
-  int id = 0;
-  if (free_transfers_.empty()) {
-    id = static_cast<int>(transfers_.size());
-    transfers_.push_back({});
-  } else {
-    id = free_transfers_.back();
-    free_transfers_.pop_back();
-  }
-  transfers_[static_cast<std::size_t>(id)] = {learner, shard, bytes, then, to_shard};
-  Tag t{Kind::latency};
-  t.transfer = id;
-  timer(spec_.learner_latency_s + spec_.server_latency_s, t);
 }
 
 std::optional<int> Cluster::next() {
@@ -110,7 +97,7 @@ std::optional<int> Cluster::next() {
       done.live = false;
       done.left = 0;
       for (int r : done.res)
-        if (r >= 0) --users_[static_cast<std::size_t>(r)];
+        if (r >= 0 && --users_[static_cast<std::size_t>(r)] == 0) quiet_from_[static_cast<std::size_t>(r)] = now_;
       rates();
       if (done.tag.kind == Kind::compute) times_[static_cast<std::size_t>(done.tag.learner)].compute_s += now_ - started_[a];
       handle(done.tag);
@@ -207,28 +194,6 @@ void Cluster::reply_received(int k, int l) {
   at_poll(now_ - shards_[static_cast<std::size_t>(k)].replied_at, Tag{Kind::shard_released, -1, k});
 }
 
-// A message's latency has passed: its bytes start to flow.
-void Cluster::transferred(int id) {
-  const Transfer x = transfers_[static_cast<std::size_t>(id)];
-  free_transfers_.push_back(id);
-  // duplex: the sender's send is done when the rest fits its buffers
-  const Tag sent{x.to_shard ? Kind::push_sent : Kind::reply_sent, x.learner, x.shard};
-  if (x.bytes <= 0) {
-    if (spec_.duplex) timer(0, sent);
-    handle(x.then);
-    return;
-  }
-  const int a = x.to_shard ? activity(x.bytes, kInf, learner_tx0_ + x.learner, shard_rx0_ + x.shard, x.then)
-                           : activity(x.bytes, kInf, learner_rx0_ + x.learner, shard_tx0_ + x.shard, x.then);
-  if (!spec_.duplex) return;
-  if (x.bytes <= spec_.send_buffer_bytes) {
-    timer(0, sent);
-  } else {
-    acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
-    acts_[static_cast<std::size_t>(a)].notify = sent;
-  }
-}
-
 // Shard k has received a push from learner l.
 void Cluster::received(int k, int l) {
   Push& p = pushes_[static_cast<std::size_t>(shards_[static_cast<std::size_t>(k)].job)];
@@ -253,6 +218,7 @@ void Cluster::received(int k, int l) {
 
 void Cluster::start(double t) {
   now_ = t;
+  started_at_ = t;
   std::vector<int> all;
   for (int l = 0; l < spec_.learners; ++l) all.push_back(l);
   for (auto& ln : learners_) {
@@ -315,42 +281,6 @@ void Cluster::try_start(int k) {
   at_poll(waited, Tag{Kind::shard_woken, l, k});  // the poll that notices the push
 }
 
-// Duplex links: learner l sends the next part of its push (its bytes flow
-// at once: the shard has a receive posted for them).
-void Cluster::push_part(int l) {
-  const int S = spec_.shards;
-  const int first = static_cast<int>((static_cast<std::int64_t>(l) * std::max(1, S / spec_.learners)) % S);
-  const int k = (first + part_[static_cast<std::size_t>(l)]) % S;
-  shards_[static_cast<std::size_t>(k)].pushes.push_back(current_push_[static_cast<std::size_t>(l)]);
-  transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
-}
-
-// Duplex links: learner l's send of a part is done; the next part, or its push is made.
-void Cluster::push_sent(int l) {
-  if (++part_[static_cast<std::size_t>(l)] < spec_.shards) {
-    push_part(l);
-    return;
-  }
-  times_[static_cast<std::size_t>(l)].push_s +=
-      now_ - pushes_[static_cast<std::size_t>(current_push_[static_cast<std::size_t>(l)])].made;
-}
-
-// Duplex links: shard k takes its earliest push once that push's bytes are
-// in and its own replies are sent (the real shard completes its sends before
-// the weights change).
-void Cluster::take_landed(int k) {
-  Shard& s = shards_[static_cast<std::size_t>(k)];
-  const int l = pushes_[static_cast<std::size_t>(s.pushes.front())].learner;
-  if (s.landed[static_cast<std::size_t>(l)] == 0 || s.sends_pending > 0) return;
-  s.job = s.pushes.front();
-  s.pushes.pop_front();
-  s.busy = true;
-  s.landed[static_cast<std::size_t>(l)] = 0;
-  double& idle = idle_since_[static_cast<std::size_t>(k)];
-  const double waited = now_ - idle;
-  idle = -1;
-  at_poll(waited, Tag{Kind::shard_woken, l, k});  // the poll that notices it
-}
 
 // The push received: its apply (and the update's, at every c-th) on a CPU.
 void Cluster::apply(int k) {

@@ -47,6 +47,7 @@
 // math at each decision; this class only keeps time.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <optional>
 #include <deque>
 #include <list>
@@ -73,8 +74,19 @@ struct ClusterSpec {
   // done (it sends the next reply, or takes the next push) when all but
   // these bytes of a reply have left; the rest still flows to the learner.
   double send_buffer_bytes = 0;
+  // Network links: a token bucket of this many bytes on each side of each
+  // link, refilled at the link's rate while that side is idle; a transfer's
+  // first bytes pass at once while both its sides have tokens. 0: none.
+  double burst_bytes = 0;
   double per_push_s = 0;  // a shard's CPU time per push apart from the per-parameter work
   WakeSchedule wake;      // when a waiting rank notices its event (off: at once)
+};
+
+// How much of a resource's capacity the run used, from start() to now:
+// `what` names it ("cores", "shard 0 receive", "learner 2 link", ...).
+struct Usage {
+  std::string what;
+  double share = 0;
 };
 
 // Seconds of learner l's times, as the results' per-learner rows hold them.
@@ -98,6 +110,9 @@ class Cluster {
   // its next push).
   void release(const std::vector<int>& learners);
   double now() const { return now_; }
+  // Every resource's usage (the cores first, where they are limited), and the busiest.
+  std::vector<Usage> usage() const;
+  Usage busiest() const;
   const LearnerTimes& times(int l) const { return times_[static_cast<std::size_t>(l)]; }
 
  private:
@@ -179,6 +194,7 @@ class Cluster {
   void push_part(int l);
   void push_sent(int l);
   void take_landed(int k);
+  double take_burst(int res0, int res1, double bytes);
   double bytes(int k) const { return 4.0 * spec_.shard_params[static_cast<std::size_t>(k)]; }
 
   ClusterSpec spec_;
@@ -191,6 +207,9 @@ class Cluster {
   // send and receive sides, learners' then shards')
   std::vector<double> capacity_;
   std::vector<int> users_;
+  std::vector<double> busy_;  // per resource: capacity-seconds used
+  double started_at_ = 0;
+  std::vector<double> tokens_, quiet_from_;  // per resource: its bucket's bytes, idle since (-1: in use)
   int cores_res_ = -1, learner_tx0_ = 0, learner_rx0_ = 0, shard_tx0_ = 0, shard_rx0_ = 0;
   std::vector<Shard> shards_;
   std::vector<Push> pushes_;

@@ -3,8 +3,13 @@
 #include "perf/cluster.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace asgd::perf {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
 
 void Cluster::timer(double dt, Tag tag) { timers_.push({now_ + dt, seq_++, tag}); }
 
@@ -27,7 +32,7 @@ int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag)
   a.tag = tag;
   started_[slot] = now_;
   for (int r : a.res)
-    if (r >= 0) ++users_[static_cast<std::size_t>(r)];
+    if (r >= 0 && users_[static_cast<std::size_t>(r)]++ == 0) quiet_from_[static_cast<std::size_t>(r)] = -1;
   rates();
   return static_cast<int>(slot);
 }
@@ -56,9 +61,82 @@ void Cluster::rates() {
 void Cluster::advance(double t) {
   const double dt = t - now_;
   if (dt > 0)
-    for (auto& a : acts_)
-      if (a.live) a.left = std::max(0.0, a.left - a.rate * dt);
+    for (auto& a : acts_) {
+      if (!a.live) continue;
+      a.left = std::max(0.0, a.left - a.rate * dt);
+      for (int r : a.res)
+        if (r >= 0) busy_[static_cast<std::size_t>(r)] += a.rate * dt;
+    }
   now_ = std::max(now_, t);
+}
+
+std::vector<Usage> Cluster::usage() const {
+  std::vector<Usage> out;
+  const double span = now_ - started_at_;
+  const auto share = [&](int r) {
+    return span > 0 ? busy_[static_cast<std::size_t>(r)] / (capacity_[static_cast<std::size_t>(r)] * span) : 0.0;
+  };
+  if (cores_res_ >= 0) out.push_back({"cores", share(cores_res_)});
+  const auto sides = [&](const char* who, int n, int tx0, int rx0) {
+    for (int i = 0; i < n; ++i) {
+      if (tx0 == rx0) {
+        out.push_back({std::string(who) + " " + std::to_string(i) + " link", share(tx0 + i)});
+        continue;
+      }
+      out.push_back({std::string(who) + " " + std::to_string(i) + " send", share(tx0 + i)});
+      out.push_back({std::string(who) + " " + std::to_string(i) + " receive", share(rx0 + i)});
+    }
+  };
+  sides("learner", spec_.learners, learner_tx0_, learner_rx0_);
+  sides("shard", spec_.shards, shard_tx0_, shard_rx0_);
+  return out;
+}
+
+Usage Cluster::busiest() const {
+  Usage best;
+  for (const Usage& u : usage())
+    if (u.share > best.share) best = u;
+  return best;
+}
+
+// The bytes of a transfer flow after both endpoints' latencies.
+void Cluster::transfer(int learner, int shard, double bytes, Tag then, bool to_shard) {
+  int id = 0;
+  if (free_transfers_.empty()) {
+    id = static_cast<int>(transfers_.size());
+    transfers_.push_back({});
+  } else {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  }
+  transfers_[static_cast<std::size_t>(id)] = {learner, shard, bytes, then, to_shard};
+  Tag t{Kind::latency};
+  t.transfer = id;
+  timer(spec_.learner_latency_s + spec_.server_latency_s, t);
+}
+
+// A message's latency has passed: its bytes start to flow.
+void Cluster::transferred(int id) {
+  const Transfer x = transfers_[static_cast<std::size_t>(id)];
+  free_transfers_.push_back(id);
+  // duplex: the sender's send is done when the rest fits its buffers
+  const Tag sent{x.to_shard ? Kind::push_sent : Kind::reply_sent, x.learner, x.shard};
+  const int r0 = x.to_shard ? learner_tx0_ + x.learner : learner_rx0_ + x.learner;
+  const int r1 = x.to_shard ? shard_rx0_ + x.shard : shard_tx0_ + x.shard;
+  const double left = x.bytes > 0 ? x.bytes - take_burst(r0, r1, x.bytes) : 0;
+  if (left <= 0) {  // nothing to send, or all of it in the buckets
+    if (spec_.duplex) timer(0, sent);
+    handle(x.then);
+    return;
+  }
+  const int a = activity(left, kInf, r0, r1, x.then);
+  if (!spec_.duplex) return;
+  if (left <= spec_.send_buffer_bytes) {
+    timer(0, sent);
+  } else {
+    acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
+    acts_[static_cast<std::size_t>(a)].notify = sent;
+  }
 }
 
 }  // namespace asgd::perf

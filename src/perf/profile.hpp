@@ -73,6 +73,9 @@ struct Profile {
   // messages: the bytes a sender's send buffers hold (its send is done when
   // the rest has left); absent: 0
   std::optional<Figure> send_buffer_bytes;
+  // messages: the bytes a link lets through at once after a pause (a shaped
+  // link's token bucket, refilled at its rate while it is idle); absent: 0
+  std::optional<Figure> burst_bytes;
   std::optional<Figure> pcie_Bps;
   Figure accumulate_s_per_param;  // a shard adding one received gradient, per parameter
   Figure update_s_per_param;      // a shard applying one update, per parameter

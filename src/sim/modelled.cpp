@@ -25,6 +25,7 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.server_Bps = p.server.bandwidth_Bps.value;
   s.duplex = p.exchange && p.exchange->value == "messages";
   s.send_buffer_bytes = p.send_buffer_bytes ? p.send_buffer_bytes->value : 0;
+  s.burst_bytes = p.burst_bytes ? p.burst_bytes->value : 0;
   s.accumulate_s_per_param = p.accumulate_s_per_param.value;
   s.update_s_per_param = p.update_s_per_param.value;
   s.per_push_s = p.per_push_s ? p.per_push_s->value : 0;
@@ -55,6 +56,7 @@ nlohmann::json describe(const Modelled& m) {
           {"server_Bps", s.server_Bps},
           {"exchange", s.duplex ? "messages" : "shared-windows"},
           {"send_buffer_bytes", s.send_buffer_bytes},
+          {"burst_bytes", s.burst_bytes},
           {"accumulate_s_per_param", s.accumulate_s_per_param},
           {"update_s_per_param", s.update_s_per_param},
           {"per_push_s", s.per_push_s},

@@ -160,6 +160,14 @@ class VirtualRun {
       timing.push_back(t);
     }
     res_.learners = core_.learner_rows(timing);
+    if (cluster_) {  // what bounded the modelled run: the busiest resource, and the cores
+      auto j = nlohmann::json::parse(res_.timing_model_json);
+      const perf::Usage b = cluster_->busiest();
+      j["busiest"] = {{"resource", b.what}, {"share", b.share}};
+      for (const perf::Usage& u : cluster_->usage())
+        if (u.what == "cores") j["cores_share"] = u.share;
+      res_.timing_model_json = j.dump();
+    }
     // the final weights, as a checkpoint (for warm starts and comparisons)
     s_.finish(res_, status, now_, core_.epoch(), [&] { checkpoint(false); });
   }

@@ -260,6 +260,60 @@ TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
   EXPECT_NEAR(c.times(0).push_s, 0.00075, 1e-12);
 }
 
+// A shaped link's token bucket: after a pause the first burst_bytes of a
+// transfer pass at once. One learner, one shard, 400 KB each way at 1 MB/s,
+// 100 KB buckets: every transfer after a pause of 0.1 s or more takes 0.3 s.
+TEST(Cluster, ATokenBucketLetsTheFirstBytesThroughAfterAPause) {
+  ClusterSpec s = one(1e5);
+  s.learner_Bps = s.server_Bps = 1e6;
+  s.duplex = true;
+  s.burst_bytes = 1e5;
+  Cluster c(s, [](int) { return 1.0; });
+  c.start(0);
+  EXPECT_EQ(c.next(), 0);  // reply to 0.3 s, compute to 1.3 s, push in at 1.6 s
+  EXPECT_NEAR(c.now(), 1.6, 1e-12);
+  EXPECT_NEAR(c.times(0).pull_s, 0.3, 1e-12);
+  c.release({0});
+  EXPECT_EQ(c.next(), 0);  // reply to 1.9 s, compute to 2.9 s, push in at 3.2 s
+  EXPECT_NEAR(c.now(), 3.2, 1e-12);
+  // without buckets: 0.4 s a transfer
+  s.burst_bytes = 0;
+  Cluster d(s, [](int) { return 1.0; });
+  d.start(0);
+  d.next();
+  EXPECT_NEAR(d.now(), 1.8, 1e-12);
+}
+
+// What bounds a run, in the model's own account: with 4 learners and one
+// shard on 25 MB/s links the shard's link is busy all the time; with a
+// 50 s step on 2 cores for 5 ranks the cores are.
+TEST(Cluster, TheBusiestResourceIsWhatBoundsTheRun) {
+  const auto run = [](double step, double cores) {
+    ClusterSpec s;
+    s.learners = 4;
+    s.shard_params = {3.3e6};
+    s.learner_Bps = s.server_Bps = 25e6;
+    s.duplex = true;
+    s.cores = cores;
+    Cluster c(s, [step](int) { return step; });
+    c.start(0);
+    for (int i = 0; i < 40; ++i) {
+      const auto l = c.next();
+      c.release({*l});
+    }
+    return c;
+  };
+  const Cluster links = run(0.01, 0);
+  EXPECT_EQ(links.busiest().what.rfind("shard 0 ", 0), 0u) << links.busiest().what;
+  EXPECT_GT(links.busiest().share, 0.9);
+  EXPECT_LE(links.busiest().share, 1.0 + 1e-9);
+  const Cluster cores = run(50.0, 2);
+  EXPECT_EQ(cores.busiest().what, "cores");
+  EXPECT_GT(cores.busiest().share, 0.9);
+  EXPECT_EQ(cores.usage().front().what, "cores");
+  EXPECT_EQ(cores.usage().size(), 1u + 2 * 4 + 2);  // the cores, each learner's and the shard's two sides
+}
+
 // Hardsync rounds across nodes: a lenet-sized model (13 MB a push) on
 // 25 MB/s links. From 2 learners on, one shard's link bounds the run (it
 // carries every push and every reply); a second shard on a node of its own
