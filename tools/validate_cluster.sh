@@ -115,6 +115,13 @@ else
   sed -i "/^  send_buffer_bytes:/a\\  burst_bytes: {value: $burst, stated: \"the tc tbf bucket of every link of the emulated cluster (tools/cluster.sh burst 1)\"}" \
     "$out/profile.yaml"
   grep -q '^  burst_bytes:' "$out/profile.yaml" || die "could not add the links' bucket to $out/profile.yaml"
+  # the largest message Open MPI sends at once (pml ob1, btl tcp: what the cluster's mpiexec
+  # uses); a larger one waits for the receiver's poll
+  eager=$(ompi_info --parsable --param btl tcp --level 9 2>/dev/null | sed -n 's/^mca:btl:tcp:param:btl_tcp_eager_limit:value://p')
+  [[ $eager =~ ^[0-9]+$ ]] || die "could not read Open MPI's btl_tcp_eager_limit (ompi_info --param btl tcp --level 9)"
+  sed -i "/^  burst_bytes:/a\\  eager_bytes: {value: $eager, stated: \"Open MPI's btl_tcp_eager_limit (ompi_info): the cluster's mpiexec uses pml ob1 and btl tcp\"}" \
+    "$out/profile.yaml"
+  grep -q '^  eager_bytes:' "$out/profile.yaml" || die "could not add the eager limit to $out/profile.yaml"
 fi
 
 common=(--model "$model" --batch "$batch" --eval-every 100 --seed 7 "${extra_args[@]}")

@@ -135,6 +135,21 @@ std::pair<double, double> fit(const nlohmann::json& points) {
   return {std::max(0.0, y0 - b * x0), b};
 }
 
+// Over messages: the machine's busy CPU per byte the probe moved.
+void cpu_figure(const nlohmann::json& j, perf::Profile& p) {
+  const auto c = j.value("cpu", nlohmann::json::object());
+  if (c.value("busy_s", 0.0) <= 0 || c.value("bytes", 0.0) <= 0) return;
+  const double busy = c["busy_s"].get<double>(), moved = c["bytes"].get<double>();
+  p.cpu_s_per_byte = measured(
+      busy / moved, fmt::format("asgd calibrate {}: the busy CPU seconds of the ranks' {} ({:.2f} s; /proc/stat: "
+                                "user, nice, system, irq, softirq) over the largest size's exchanges ({:.0f} MB "
+                                "moved), per byte: the kernel's network path and both ranks' MPI work and waits",
+                                today(), c.value("machines", 1) == 1 ? "machine" : "two machines", busy,
+                                1e-6 * moved));
+  spdlog::info("links    {:.2f} ns of CPU per byte moved ({:.2f} s busy for {:.0f} MB)", 1e9 * busy / moved, busy,
+               1e-6 * moved);
+}
+
 void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) {
   const std::string dir = std::filesystem::temp_directory_path() / fmt::format("asgd-calibrate-{}", ::getpid());
   std::filesystem::create_directories(dir);
@@ -177,6 +192,7 @@ void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) 
                               "x the bandwidth above",
                               today(), 1e-6 * s["bytes"].get<double>(), where, sent, arrived));
   }
+  if (!shm) cpu_figure(j, p);
   p.exchange = perf::Exchange{shm ? "shared-windows" : "messages", "measured",
                               fmt::format("asgd calibrate {}: the link probe's 2 ranks ({}) {}", today(), where,
                                           shm ? "share node-local windows: replies are copied by the learners"
@@ -327,6 +343,24 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
   return 0;
 }
 
+namespace {
+// The machine's busy CPU seconds over the probe's largest exchanges, both
+// ranks' machines counted once each (the ranks of the emulated cluster share
+// one). Collective; rank 0 gets {busy_s, bytes, machines}.
+nlohmann::json probe_cpu(const ps::Comm& comm, double busy, double bytes) {
+  char id[64] = {};
+  const std::string mine = machine_boot_id();
+  std::copy_n(mine.begin(), std::min<std::size_t>(mine.size(), sizeof id - 1), id);
+  std::vector<char> ids(2 * sizeof id);
+  std::vector<double> all(2);
+  ps::mpi_check(MPI_Gather(id, sizeof id, MPI_CHAR, ids.data(), sizeof id, MPI_CHAR, 0, comm.get()), "Gather");
+  ps::mpi_check(MPI_Gather(&busy, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
+  const bool one = std::string(ids.data()) == std::string(ids.data() + sizeof id) && id[0] != 0;
+  const double total = one ? all[0] : all[0] + all[1];
+  return {{"busy_s", total}, {"bytes", bytes}, {"machines", one ? 1 : 2}};
+}
+}  // namespace
+
 int cmd_calibrate_probe(const std::string& out, index_t largest) {
   const ps::Comm comm(MPI_COMM_WORLD);
   if (comm.size() != 2) throw Error("calibrate --link-probe: run with mpiexec -n 2");
@@ -345,7 +379,9 @@ int cmd_calibrate_probe(const std::string& out, index_t largest) {
         MPI_Allreduce(&one, &each, 1, MPI_DOUBLE, MPI_MAX, comm.get());
         const int iters = static_cast<int>(std::clamp(std::min(4e8 / bytes, 1.0 / std::max(each, 1e-9)), 3.0, 400.0));
         std::vector<double> t;
+        const double busy0 = machine_busy_seconds();
         for (int r = 0; r < 3; ++r) t.push_back(ps::exchange_seconds(comm, n, iters, shm));
+        if (!shm && n == sizes.back()) j["cpu"] = probe_cpu(comm, machine_busy_seconds() - busy0, 3.0 * iters * 2 * bytes);
         std::sort(t.begin(), t.end());
         pts.push_back({bytes, t[1]});
       }

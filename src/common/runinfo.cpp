@@ -151,4 +151,20 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+double machine_busy_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return -1;
+  const long tick = ::sysconf(_SC_CLK_TCK);
+  return tick > 0 ? static_cast<double>(user + nice + system + irq + softirq) / static_cast<double>(tick) : -1;
+}
+
+std::string machine_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  in >> id;
+  return id;
+}
+
 }  // namespace asgd

@@ -46,4 +46,11 @@ std::string machine_json(const RunInfo& info, const RunShape& shape);
 // Seconds since the Unix epoch (wall clock), for run intervals.
 double unix_now();
 
+// The CPU seconds every processor of this machine has spent busy since boot
+// (user, nice, system, irq, softirq: /proc/stat), and this boot's id
+// (/proc/sys/kernel/random/boot_id: the same in every namespace of one
+// machine); -1 and "" where they cannot be read.
+double machine_busy_seconds();
+std::string machine_boot_id();
+
 }  // namespace asgd

@@ -51,6 +51,7 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
   pushed_at_.assign(L, -1);
   wait_from_.assign(L, -1);
   idle_since_.assign(S, -1);
+  awaits_since_.assign(L, -1);
 }
 
 // `then` at the poll that notices an event `waited` seconds into a wait: at
@@ -225,6 +226,7 @@ void Cluster::start(double t) {
     ln.replies_left = spec_.shards;
     ln.released_at = t;
   }
+  awaits_since_.assign(awaits_since_.size(), t);
   for (int k = 0; k < spec_.shards; ++k) {
     Shard& s = shards_[static_cast<std::size_t>(k)];
     s.busy = true;
@@ -402,6 +404,7 @@ void Cluster::reply_arrived(int l) {
 }
 
 void Cluster::begin_compute(int l) {
+  awaits_since_[static_cast<std::size_t>(l)] = -1;
   if (spec_.stage_s > 0) {
     times_[static_cast<std::size_t>(l)].stage_s += spec_.stage_s;
     timer(spec_.stage_s, Tag{Kind::staged, l, -1});

@@ -37,6 +37,9 @@
 //    runs at min(1, cores / (working + load x waiting)), where a waiting
 //    rank (MPI's polite waits) takes `waiting_rank_load` of a core; 0 cores:
 //    each rank has its own. A shard's apply adds `per_push_s` to each push.
+//    Over network links the bytes flowing take `cpu_s_per_byte` of the
+//    cores first (the kernel's network path), and the working ranks share
+//    what is left whenever they want more than that.
 //  - Waits end at a poll (`wake`, perf/wake.hpp): an idle shard takes a push
 //    at the first poll after it arrived; over shared windows a shard goes on
 //    at the first poll after its learners' copies of a reply are done, and a
@@ -78,6 +81,15 @@ struct ClusterSpec {
   // link, refilled at the link's rate while that side is idle; a transfer's
   // first bytes pass at once while both its sides have tokens. 0: none.
   double burst_bytes = 0;
+  // Network links: the CPU seconds per byte a transfer's flow takes from the
+  // cores (the kernel's network path and MPI progress at both ends), before
+  // the ranks' CPU work shares what is left. 0: none.
+  double cpu_s_per_byte = 0;
+  // Network links: a message of more bytes than this is sent by MPI's
+  // rendezvous: its bytes flow from the receiver's next poll (the receiver
+  // answers the sender's request when its wait polls). Default: every
+  // message goes at once.
+  double eager_bytes = 1e300;
   double per_push_s = 0;  // a shard's CPU time per push apart from the per-parameter work
   WakeSchedule wake;      // when a waiting rank notices its event (off: at once)
 };
@@ -208,6 +220,8 @@ class Cluster {
   std::vector<double> capacity_;
   std::vector<int> users_;
   std::vector<double> busy_;  // per resource: capacity-seconds used
+  double net_cpu_ = 0;        // the cores the flowing transfers take (cpu_s_per_byte)
+  std::vector<double> awaits_since_;  // per learner: waiting for its replies since (-1: not waiting)
   double started_at_ = 0;
   std::vector<double> tokens_, quiet_from_;  // per resource: its bucket's bytes, idle since (-1: in use)
   int cores_res_ = -1, learner_tx0_ = 0, learner_rx0_ = 0, shard_tx0_ = 0, shard_rx0_ = 0;

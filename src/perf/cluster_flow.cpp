@@ -38,28 +38,33 @@ int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag)
 }
 
 void Cluster::rates() {
-  // the cores: shared only when the ranks outnumber them
-  double cpu = 1;
-  if (cores_res_ >= 0) {
-    const double working = users_[static_cast<std::size_t>(cores_res_)];
-    const double ranks = spec_.learners + spec_.shards;
-    if (ranks > spec_.cores && working > 0)
-      cpu = std::min(1.0, spec_.cores / (working + spec_.waiting_rank_load * (ranks - working)));
-  }
+  // the links first: their equal shares
+  const auto on_cores = [&](const Activity& a) { return a.res[0] == cores_res_ || a.res[1] == cores_res_; };
+  net_cpu_ = 0;
   for (auto& a : acts_) {
-    if (!a.live) continue;
+    if (!a.live || (cores_res_ >= 0 && on_cores(a))) continue;
     double r = a.max_rate;
-    for (int res : a.res) {
-      if (res < 0) continue;
-      r = std::min(r, res == cores_res_ ? cpu
-                                        : capacity_[static_cast<std::size_t>(res)] / users_[static_cast<std::size_t>(res)]);
-    }
+    for (int res : a.res)
+      if (res >= 0) r = std::min(r, capacity_[static_cast<std::size_t>(res)] / users_[static_cast<std::size_t>(res)]);
     a.rate = r;
+    if (spec_.duplex) net_cpu_ += r * spec_.cpu_s_per_byte;
   }
+  if (cores_res_ < 0) return;
+  // the cores: what the flowing bytes leave, shared when the working ranks
+  // (and, ranks outnumbering the cores, the waiting ones) want more
+  const double working = users_[static_cast<std::size_t>(cores_res_)];
+  const double ranks = spec_.learners + spec_.shards;
+  const double want = working + (ranks > spec_.cores ? spec_.waiting_rank_load * (ranks - working) : 0.0);
+  net_cpu_ = std::min(net_cpu_, 0.95 * spec_.cores);
+  const double left = spec_.cores - net_cpu_;
+  const double cpu = working > 0 && want > left ? std::min(1.0, left / want) : 1.0;
+  for (auto& a : acts_)
+    if (a.live && on_cores(a)) a.rate = std::min(a.max_rate, cpu);
 }
 
 void Cluster::advance(double t) {
   const double dt = t - now_;
+  if (dt > 0 && cores_res_ >= 0) busy_[static_cast<std::size_t>(cores_res_)] += net_cpu_ * dt;
   if (dt > 0)
     for (auto& a : acts_) {
       if (!a.live) continue;
@@ -112,7 +117,17 @@ void Cluster::transfer(int learner, int shard, double bytes, Tag then, bool to_s
   transfers_[static_cast<std::size_t>(id)] = {learner, shard, bytes, then, to_shard};
   Tag t{Kind::latency};
   t.transfer = id;
-  timer(spec_.learner_latency_s + spec_.server_latency_s, t);
+  // MPI's rendezvous: a large message flows once the receiver's wait polls
+  double handshake = 0;
+  if (spec_.duplex && bytes > spec_.eager_bytes) {
+    const double since = to_shard ? idle_since_[static_cast<std::size_t>(shard)]
+                                  : awaits_since_[static_cast<std::size_t>(learner)];
+    // the receiver's poll answers the request; the sender, waiting from
+    // now, notices the answer at one of its own polls
+    if (since >= 0) handshake = wake_delay(spec_.wake, now_ - since);
+    handshake += wake_delay(spec_.wake, handshake);
+  }
+  timer(spec_.learner_latency_s + spec_.server_latency_s + handshake, t);
 }
 
 // A message's latency has passed: its bytes start to flow.

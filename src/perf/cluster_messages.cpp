@@ -32,6 +32,7 @@ void Cluster::push_part(int l) {
   const int first = static_cast<int>((static_cast<std::int64_t>(l) * std::max(1, S / spec_.learners)) % S);
   const int k = (first + part_[static_cast<std::size_t>(l)]) % S;
   shards_[static_cast<std::size_t>(k)].pushes.push_back(current_push_[static_cast<std::size_t>(l)]);
+  awaits_since_[static_cast<std::size_t>(l)] = now_;  // polls (its replies' requests too) from now
   transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
 }
 
@@ -43,6 +44,7 @@ void Cluster::push_sent(int l) {
   }
   times_[static_cast<std::size_t>(l)].push_s +=
       now_ - pushes_[static_cast<std::size_t>(current_push_[static_cast<std::size_t>(l)])].made;
+  awaits_since_[static_cast<std::size_t>(l)] = now_;  // its wait for the replies polls from now
 }
 
 // Duplex links: shard k takes its earliest push once that push's bytes are

@@ -226,12 +226,14 @@ Profile read_profile(const std::string& path) {
   for (std::size_t i = 0; i < c.size(); ++i) p.compute.push_back(r.compute(c[i], fmt::format("compute[{}]", i)));
   const YAML::Node link = root["link"];
   if (!link.IsDefined()) r.fail("link", "missing");
-  r.only(link, "link", {"learner", "server", "exchange", "send_buffer_bytes", "burst_bytes", "pcie_Bps"});
+  r.only(link, "link", {"learner", "server", "exchange", "send_buffer_bytes", "burst_bytes", "cpu_s_per_byte", "eager_bytes", "pcie_Bps"});
   p.learner = r.link(link["learner"], "link.learner");
   p.server = r.link(link["server"], "link.server");
   p.exchange = r.exchange(link["exchange"], "link.exchange");
   p.send_buffer_bytes = r.optional_figure(link["send_buffer_bytes"], "link.send_buffer_bytes", kBytes);
   p.burst_bytes = r.optional_figure(link["burst_bytes"], "link.burst_bytes", kBytes);
+  p.cpu_s_per_byte = r.optional_figure(link["cpu_s_per_byte"], "link.cpu_s_per_byte", kPerUnit);
+  p.eager_bytes = r.optional_figure(link["eager_bytes"], "link.eager_bytes", kBytes);
   p.pcie_Bps = r.optional_figure(link["pcie_Bps"], "link.pcie_Bps", kBandwidth);
   const YAML::Node s = root["server"];
   if (!s.IsDefined()) r.fail("server", "missing");
@@ -301,6 +303,8 @@ std::string profile_yaml(const Profile& p) {
       << "}\n";
   if (p.send_buffer_bytes) o << "  send_buffer_bytes: " << fig(*p.send_buffer_bytes) << "\n";
   if (p.burst_bytes) o << "  burst_bytes: " << fig(*p.burst_bytes) << "\n";
+  if (p.cpu_s_per_byte) o << "  cpu_s_per_byte: " << fig(*p.cpu_s_per_byte) << "\n";
+  if (p.eager_bytes) o << "  eager_bytes: " << fig(*p.eager_bytes) << "\n";
   if (p.pcie_Bps) o << "  pcie_Bps: " << fig(*p.pcie_Bps) << "\n";
   o << "server:\n  accumulate_s_per_param: " << fig(p.accumulate_s_per_param)
     << "\n  update_s_per_param: " << fig(p.update_s_per_param) << "\n";

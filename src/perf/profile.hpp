@@ -76,6 +76,13 @@ struct Profile {
   // messages: the bytes a link lets through at once after a pause (a shaped
   // link's token bucket, refilled at its rate while it is idle); absent: 0
   std::optional<Figure> burst_bytes;
+  // messages: the CPU seconds the machine spends per byte moved between two
+  // ranks (both ends' kernel network path and MPI progress), taken from the
+  // cores the ranks share; absent: 0
+  std::optional<Figure> cpu_s_per_byte;
+  // messages: the largest message MPI sends at once; a larger one waits for
+  // the receiver's poll (rendezvous); absent: every message goes at once
+  std::optional<Figure> eager_bytes;
   std::optional<Figure> pcie_Bps;
   Figure accumulate_s_per_param;  // a shard adding one received gradient, per parameter
   Figure update_s_per_param;      // a shard applying one update, per parameter

@@ -26,6 +26,8 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.duplex = p.exchange && p.exchange->value == "messages";
   s.send_buffer_bytes = p.send_buffer_bytes ? p.send_buffer_bytes->value : 0;
   s.burst_bytes = p.burst_bytes ? p.burst_bytes->value : 0;
+  s.cpu_s_per_byte = p.cpu_s_per_byte ? p.cpu_s_per_byte->value : 0;
+  if (p.eager_bytes) s.eager_bytes = p.eager_bytes->value;
   s.accumulate_s_per_param = p.accumulate_s_per_param.value;
   s.update_s_per_param = p.update_s_per_param.value;
   s.per_push_s = p.per_push_s ? p.per_push_s->value : 0;
@@ -57,6 +59,8 @@ nlohmann::json describe(const Modelled& m) {
           {"exchange", s.duplex ? "messages" : "shared-windows"},
           {"send_buffer_bytes", s.send_buffer_bytes},
           {"burst_bytes", s.burst_bytes},
+          {"cpu_s_per_byte", s.cpu_s_per_byte},
+          {"eager_bytes", p.eager_bytes ? nlohmann::json(s.eager_bytes) : nlohmann::json(nullptr)},
           {"accumulate_s_per_param", s.accumulate_s_per_param},
           {"update_s_per_param", s.update_s_per_param},
           {"per_push_s", s.per_push_s},

@@ -284,6 +284,63 @@ TEST(Cluster, ATokenBucketLetsTheFirstBytesThroughAfterAPause) {
   EXPECT_NEAR(d.now(), 1.8, 1e-12);
 }
 
+// MPI's rendezvous over messages: a message above eager_bytes flows from the
+// receiver's next poll, once the sender has noticed the answer at a poll of
+// its own. One learner, one shard (polling from 0), 40 KB each way at 1 MB/s,
+// a 1 s step, polls every 0.25 s at most (at 0.262143 s + 0.25 k): the push
+// made at 1.04 s lands at 1.08 s and is noticed at 1.262143 s; sent by
+// rendezvous it flows from the shard's poll at 1.262143 s plus the learner's
+// first poll after 0.222143 s of waiting (0.262143 s: 0.04 s later), lands
+// at 1.342143 s and is noticed at the next poll, 1.512143 s.
+TEST(Cluster, ALargeMessageFlowsFromTheReceiversNextPoll) {
+  ClusterSpec s = one(1e4);
+  s.learner_Bps = s.server_Bps = 1e6;
+  s.duplex = true;
+  s.wake = WakeSchedule{0, 0.25, 0, true};
+  const auto first = [](ClusterSpec spec) {
+    Cluster c(spec, [](int) { return 1.0; });
+    c.start(0);
+    EXPECT_EQ(c.next(), 0);
+    return c.now();
+  };
+  EXPECT_NEAR(first(s), 1.262143, 1e-9);
+  s.eager_bytes = 4e4;  // the message fits: no change
+  EXPECT_NEAR(first(s), 1.262143, 1e-9);
+  s.eager_bytes = 65536;
+  EXPECT_NEAR(first(s), 1.262143, 1e-9);
+  s.eager_bytes = 1e4;
+  EXPECT_NEAR(first(s), 1.512143, 1e-9);
+}
+
+// The bytes flowing take cpu_s_per_byte of the cores before the ranks' work.
+// 2 learners and 1 shard on 1 core, 1 MB each way at 1 MB/s per side: the
+// replies share the shard's side to 2 s; the learners compute together at
+// half a core each, learner 1 (0.5 s of CPU) to 3 s, learner 0 (1 s) then
+// alone, to 3.5 s. At 0.5 us a byte, learner 1's push flowing from 3 s
+// takes half the core: learner 0 computes at half speed to 4 s.
+TEST(Cluster, FlowingBytesTakeTheCoresFirst) {
+  ClusterSpec s = one(2.5e5);
+  s.learners = 2;
+  s.cores = 1;
+  s.learner_Bps = s.server_Bps = 1e6;
+  s.duplex = true;
+  const auto run = [](const ClusterSpec& spec) {
+    Cluster c(spec, [](int l) { return l == 0 ? 1.0 : 0.5; });
+    c.start(0);
+    for (int i = 0; i < 2; ++i) c.release({c.next().value()});
+    return c;
+  };
+  const Cluster free = run(s);
+  EXPECT_NEAR(free.times(0).compute_s, 1.5, 1e-9);
+  EXPECT_NEAR(free.times(1).compute_s, 1.0, 1e-9);
+  s.cpu_s_per_byte = 0.5e-6;
+  const Cluster taxed = run(s);
+  EXPECT_NEAR(taxed.times(0).compute_s, 2.0, 1e-9);
+  // the cores' account holds the network's share
+  EXPECT_EQ(taxed.usage().front().what, "cores");
+  EXPECT_GT(taxed.usage().front().share, free.usage().front().share + 0.1);
+}
+
 // What bounds a run, in the model's own account: with 4 learners and one
 // shard on 25 MB/s links the shard's link is busy all the time; with a
 // 50 s step on 2 cores for 5 ranks the cores are.
@@ -503,6 +560,30 @@ TEST_F(Profiles, TheExchangeReadsBackAndIsChecked) {
   EXPECT_NE(refused("{value: messages, measured: \"\"}").find("link.exchange.measured: say how"),
             std::string::npos);
   EXPECT_NE(refused("messages").find("link.exchange: want {value"), std::string::npos);
+}
+
+// The network's CPU per byte and MPI's eager limit: optional, read back, and
+// a bad value is named by its key.
+TEST_F(Profiles, TheNetworksCpuAndEagerLimitReadBackAndAreChecked) {
+  const std::string at = "  pcie_Bps:";
+  std::string text = valid();
+  text.insert(text.find(at), "  cpu_s_per_byte: {value: 6e-09, measured: \"busy\"}\n"
+                             "  eager_bytes: {value: 65536, stated: \"ompi_info\"}\n");
+  const Profile p = read_profile(write("p.yaml", text));
+  ASSERT_TRUE(p.cpu_s_per_byte && p.eager_bytes);
+  EXPECT_DOUBLE_EQ(p.cpu_s_per_byte->value, 6e-9);
+  EXPECT_EQ(p.eager_bytes->source, "stated");
+  EXPECT_EQ(profile_yaml(read_profile(write("q.yaml", profile_yaml(p)))), profile_yaml(p));
+  const Profile none = read_profile(write("r.yaml", valid()));
+  EXPECT_FALSE(none.cpu_s_per_byte || none.eager_bytes);
+  const auto refused = [&](const std::string& entry) {
+    std::string t = valid();
+    t.insert(t.find(at), entry + "\n");
+    return refusal(t);
+  };
+  EXPECT_NE(refused("  cpu_s_per_byte: {value: -1, measured: \"x\"}").find("link.cpu_s_per_byte"), std::string::npos);
+  EXPECT_NE(refused("  eager_bytes: {value: 1e13, measured: \"x\"}").find("link.eager_bytes"), std::string::npos);
+  EXPECT_NE(refused("  eager_bytes: {value: 65536}").find("link.eager_bytes"), std::string::npos);
 }
 
 TEST_F(Profiles, TextsAndFiguresComeBackExactly) {
