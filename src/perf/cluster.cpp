@@ -1,15 +1,10 @@
 #include "perf/cluster.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 #include <utility>
 
 namespace asgd::perf {
-
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-}
 
 Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
     : spec_(std::move(spec)), draw_(std::move(draw)) {

@@ -53,6 +53,7 @@
 #include <string>
 #include <optional>
 #include <deque>
+#include <limits>
 #include <list>
 #include <queue>
 #include <vector>
@@ -125,6 +126,8 @@ class Cluster {
   // Every resource's usage (the cores first, where they are limited), and the busiest.
   std::vector<Usage> usage() const;
   Usage busiest() const;
+  // The cores' share of their capacity used (nullopt: the cores are not limited).
+  std::optional<double> cores_share() const;
   const LearnerTimes& times(int l) const { return times_[static_cast<std::size_t>(l)]; }
 
  private:
@@ -208,6 +211,8 @@ class Cluster {
   void take_landed(int k);
   double take_burst(int res0, int res1, double bytes);
   double bytes(int k) const { return 4.0 * spec_.shard_params[static_cast<std::size_t>(k)]; }
+  double share(int res) const;  // of resource res's capacity, from start() to now
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
 
   ClusterSpec spec_;
   std::function<double(int)> draw_;

@@ -3,13 +3,8 @@
 #include "perf/cluster.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace asgd::perf {
-
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-}
 
 void Cluster::timer(double dt, Tag tag) { timers_.push({now_ + dt, seq_++, tag}); }
 
@@ -75,12 +70,19 @@ void Cluster::advance(double t) {
   now_ = std::max(now_, t);
 }
 
+double Cluster::share(int res) const {
+  const double span = now_ - started_at_;
+  const auto r = static_cast<std::size_t>(res);
+  return span > 0 ? busy_[r] / (capacity_[r] * span) : 0.0;
+}
+
+std::optional<double> Cluster::cores_share() const {
+  if (cores_res_ < 0) return std::nullopt;
+  return share(cores_res_);
+}
+
 std::vector<Usage> Cluster::usage() const {
   std::vector<Usage> out;
-  const double span = now_ - started_at_;
-  const auto share = [&](int r) {
-    return span > 0 ? busy_[static_cast<std::size_t>(r)] / (capacity_[static_cast<std::size_t>(r)] * span) : 0.0;
-  };
   if (cores_res_ >= 0) out.push_back({"cores", share(cores_res_)});
   const auto sides = [&](const char* who, int n, int tx0, int rx0) {
     for (int i = 0; i < n; ++i) {

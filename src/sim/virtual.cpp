@@ -164,8 +164,7 @@ class VirtualRun {
       auto j = nlohmann::json::parse(res_.timing_model_json);
       const perf::Usage b = cluster_->busiest();
       j["busiest"] = {{"resource", b.what}, {"share", b.share}};
-      for (const perf::Usage& u : cluster_->usage())
-        if (u.what == "cores") j["cores_share"] = u.share;
+      if (const auto cores = cluster_->cores_share()) j["cores_share"] = *cores;
       res_.timing_model_json = j.dump();
     }
     // the final weights, as a checkpoint (for warm starts and comparisons)

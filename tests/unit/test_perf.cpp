@@ -369,6 +369,9 @@ TEST(Cluster, TheBusiestResourceIsWhatBoundsTheRun) {
   EXPECT_GT(cores.busiest().share, 0.9);
   EXPECT_EQ(cores.usage().front().what, "cores");
   EXPECT_EQ(cores.usage().size(), 1u + 2 * 4 + 2);  // the cores, each learner's and the shard's two sides
+  ASSERT_TRUE(cores.cores_share());
+  EXPECT_DOUBLE_EQ(*cores.cores_share(), cores.usage().front().share);
+  EXPECT_FALSE(links.cores_share());  // no limit on the cores: no share
 }
 
 // Hardsync rounds across nodes: a lenet-sized model (13 MB a push) on
