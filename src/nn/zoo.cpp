@@ -133,8 +133,10 @@ ModelSpec model_spec(const std::string& name, Shape in, std::int32_t classes) {
   if (name == "mlp") {
     m.dense(512).relu().dense(256).relu().dense(classes);
   } else if (name == "lenet") {
-    m.conv(32, 5, 1, 2).relu().maxpool(2, 2);
-    m.conv(64, 5, 1, 2).relu().maxpool(2, 2);
+    // conv, relu, maxpool as the network is written; max and relu commute
+    // exactly (values and gradients), so relu runs on the pooled quarter.
+    m.conv(32, 5, 1, 2).maxpool(2, 2).relu();
+    m.conv(64, 5, 1, 2).maxpool(2, 2).relu();
     m.dense(1024).relu().dense(classes);
   } else if (name == "cifar10-18pct") {
     // cuda-convnet layers-18pct.cfg; rnorm scale 0.00005, pow 0.75. Its initW
@@ -151,7 +153,7 @@ ModelSpec model_spec(const std::string& name, Shape in, std::int32_t classes) {
     m.conv(96, 11, 4, 0, conv).relu().lrn(5, 1e-4f, 0.75f, 2.0f, true).maxpool(3, 2);
     m.conv(256, 5, 1, 2, conv).relu().lrn(5, 1e-4f, 0.75f, 2.0f, true).maxpool(3, 2);
     m.conv(384, 3, 1, 1, conv).relu().conv(384, 3, 1, 1, conv).relu();
-    m.conv(256, 3, 1, 1, conv).relu().maxpool(3, 2);
+    m.conv(256, 3, 1, 1, conv).maxpool(3, 2).relu();  // relu after the pool: the same (see lenet)
     m.dense(4096, fc).relu().dropout(0.5f).dense(4096, fc).relu().dropout(0.5f);
     m.dense(classes, fc);
   } else {

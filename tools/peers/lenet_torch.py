@@ -77,8 +77,9 @@ class LeNet(nn.Module):
                 nn.init.zeros_(m.bias)
 
     def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2, 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2, 2)
+        # relu after the pool, as asgd does: max and relu commute exactly
+        x = F.relu(F.max_pool2d(self.conv1(x), 2, 2))
+        x = F.relu(F.max_pool2d(self.conv2(x), 2, 2))
         x = F.relu(self.fc1(torch.flatten(x, 1)))
         return self.fc2(x)
 
