@@ -77,7 +77,7 @@ SECTIONS = [
             what="one learner against PyTorch, same model, data and recipe", per_cpu=True),
     Section("pytorch-2t", 3, ["THREADS=2 ASGD=build/openmp/asgd tools/peers/compare_lenet.sh -n 3"],
             needs=["torch", "openmp"], what="one learner on 2 threads against PyTorch on 2 threads", per_cpu=True),
-    Section("openmp", 6, ["tools/bench_openmp.sh -r 3 -l"], needs=["openmp"],
+    Section("openmp", 6, ["tools/bench_openmp.sh -r 5 -l"], needs=["openmp"],
             what="Kokkos' OpenMP backend at 1 and 2 threads", per_cpu=True),
     Section("transport", 0.5, ["mpiexec -n 2 {b}/asgd_transport 7"],
             what="push and pull against plain MPI point-to-point"),
