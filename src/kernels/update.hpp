@@ -20,4 +20,22 @@ void sgd_update(index_t len, real_t lr, real_t momentum, real_t weight_decay,
       });
 }
 
+// As sgd_update with the gradient acc + f*g2: the last of several gradients
+// summed in the update's own pass (no pass that adds it to acc first). The
+// sum is the one an axpy into acc gives (f*g2 rounded, then added).
+template <class Space>
+void sgd_update_sum(index_t len, real_t lr, real_t momentum, real_t weight_decay,
+                    const View1<Space>& acc, real_t f, const View1<Space>& g2, const View1<Space>& inc,
+                    const View1<Space>& w, real_t grad_scale = real_t(1)) {
+  detail::check_len("sgd_update_sum", "acc", acc.extent(0), len);
+  detail::check_len("sgd_update_sum", "g2", g2.extent(0), len);
+  detail::check_len("sgd_update_sum", "inc", inc.extent(0), len);
+  detail::check_len("sgd_update_sum", "w", w.extent(0), len);
+  Kokkos::parallel_for(
+      "asgd::sgd_update_sum", Kokkos::RangePolicy<Space>(0, len), KOKKOS_LAMBDA(index_t i) {
+        const real_t fg = f * g2(i);
+        elem::sgd_step(acc(i) + fg, inc(i), w(i), lr, momentum, weight_decay, grad_scale);
+      });
+}
+
 }  // namespace asgd::kernels

@@ -102,9 +102,9 @@ bool ShardCore::accept_payload(const Arrival& a, double now_s, const nn::View& i
     // c = 1: the update reads the gradient where it arrived (no accumulator pass)
   } else if (pending_.size() == 1) {
     KokkosBlas::scal(acc_, f, in);  // the first gradient sets acc: no zeroing pass
-  } else {
+  } else if (static_cast<int>(pending_.size()) < rule_.gradients_per_update()) {
     KokkosBlas::axpy(f, in, acc_);
-  }
+  }  // else the last of c: apply_update sums it in the update's pass
   // the inbox is reused by the next receive: the kernels above must be done
   // with it (they run asynchronously on a device backend)
   Kokkos::fence();
@@ -137,10 +137,14 @@ void ShardCore::apply_update(double now_s, const nn::View& payload) {
   if (!rule_.delta()) {
     const UpdateRule::Scales sc = rule_.scales(taus);  // weight decay scaled with the step
     const bool direct = rule_.gradients_per_update() == 1;
-    kernels::sgd_update<nn::Space>(len_, static_cast<real_t>(lr), static_cast<real_t>(cfg_.momentum),
-                                   static_cast<real_t>(cfg_.weight_decay * sc.rate), direct ? payload : acc_,
-                                   inc_, w_,
-                                   static_cast<real_t>(direct ? sc.gradient * rule_.factor(taus[0]) : sc.gradient));
+    const auto lr_r = static_cast<real_t>(lr), mom = static_cast<real_t>(cfg_.momentum);
+    const auto wd = static_cast<real_t>(cfg_.weight_decay * sc.rate);
+    if (direct)
+      kernels::sgd_update<nn::Space>(len_, lr_r, mom, wd, payload, inc_, w_,
+                                     static_cast<real_t>(sc.gradient * rule_.factor(taus[0])));
+    else  // acc holds the first c - 1 gradients; the last is summed in this pass
+      kernels::sgd_update_sum<nn::Space>(len_, lr_r, mom, wd, acc_, static_cast<real_t>(rule_.factor(taus.back())),
+                                         payload, inc_, w_, static_cast<real_t>(sc.gradient));
     rate = lr * sc.rate;
   }
   Kokkos::fence();

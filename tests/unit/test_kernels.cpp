@@ -1145,6 +1145,27 @@ TEST(Sgd, MatchesCudaConvnetUpdateExactly) {
   expect_all_nan(get(iz), "inc (len 0)");
 }
 
+// The last of several gradients summed in the update's pass: the same bits as
+// adding it to the sum first (f*g2 rounded, then added) and updating.
+TEST(Sgd, SumOfTheLastGradientInTheUpdatesPassMatchesTwoPasses) {
+  const index_t len = 777;
+  const float lr = 0.02f, momentum = 0.9f, wd = 0.0005f, f = 0.7f, scale = 0.5f;
+  const Vec acc = rand_vec(len, 251), g2 = rand_vec(len, 252), w = rand_vec(len, 253),
+            inc = rand_vec(len, 254, -0.1f, 0.1f);
+  Vec sum(acc.size());
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    const float fg = f * g2[i];
+    sum[i] = acc[i] + fg;
+  }
+  const V w1 = make(w), i1 = make(inc), w2 = make(w), i2 = make(inc);
+  k::sgd_update<Space>(len, lr, momentum, wd, make(sum), i1, w1, scale);
+  k::sgd_update_sum<Space>(len, lr, momentum, wd, make(acc), f, make(g2), i2, w2, scale);
+  expect_equal(get(i2), get(i1), "inc");
+  expect_equal(get(w2), get(w1), "w");
+  expect_error([] { k::sgd_update_sum<Space>(10, 0.1f, 0.9f, 0.0f, nans(10), 1.0f, nans(8), nans(10), nans(10)); },
+               {"sgd_update_sum", "g2 has 8", "needs 10"});
+}
+
 // ===========================================================================
 // Entry points reject views that are too short, naming the extents
 // ===========================================================================
