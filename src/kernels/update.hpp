@@ -22,7 +22,7 @@ void sgd_update(index_t len, real_t lr, real_t momentum, real_t weight_decay,
 
 // As sgd_update with the gradient acc + f*g2: the last of several gradients
 // summed in the update's own pass (no pass that adds it to acc first). The
-// sum is the one an axpy into acc gives (f*g2 rounded, then added).
+// sum is f*g2 rounded, then added to acc.
 template <class Space>
 void sgd_update_sum(index_t len, real_t lr, real_t momentum, real_t weight_decay,
                     const View1<Space>& acc, real_t f, const View1<Space>& g2, const View1<Space>& inc,
