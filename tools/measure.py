@@ -109,7 +109,7 @@ SECTIONS = [
             what="Zhang's throughput speedup: the paper's profile, this machine's, and L = 1, 2 measured"),
     Section("zhang-full", 50, [suite_table("zhang2015", "zhang-full")],
             what="the full Zhang suite (9 configurations x 3 seeds, 4 epochs, modelled time) beside the paper"),
-    Section("gate", 25, ["tools/ci/measure.sh {w}/gate --asgd {b}/asgd --pairs 3 --rounds 5 "
+    Section("gate", 60, ["tools/ci/measure.sh {w}/gate --asgd {b}/asgd --pairs 10 --rounds 5 "
                          "--plant '--candidate-hog 2:0.25' --plant \"--candidate-prefix 'taskset -c 0'\" "
                          "> {w}/gate.log && cat {w}/gate/summary.txt"],
             what="how often the CI gate cries wolf on the same commit, and what planted slowdowns it flags"),
