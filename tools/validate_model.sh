@@ -126,7 +126,7 @@ if [[ $quick == 0 && $server_only == 0 ]]; then
   for b in 64 8; do
     for n in 1 2; do
       run_pair "mlp batch $b L=2 S=1 softsync n=$n" "" "$out/profile.yaml" --model mlp --batch "$b" \
-        --learners 2 --servers 1 --protocol softsync --n "$n" --max-steps $((400 / n)) "${common[@]}"
+        --learners 2 --servers 1 --protocol softsync --n "$n" --max-steps $((4000 / n)) "${common[@]}"
     done
   done
   # more ranks than cores

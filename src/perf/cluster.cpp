@@ -47,6 +47,36 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
   wait_from_.assign(L, -1);
   idle_since_.assign(S, -1);
   awaits_since_.assign(L, -1);
+  off_cores_since_.assign(L + S, -1);
+  // a poll's CPU, from the load of a rank that has waited long (one poll per
+  // max_pause_s + overshoot_s, as the calibration's cores probe measured it)
+  if (spec_.wake.on) per_poll_s_ = spec_.waiting_rank_load * (spec_.wake.max_pause_s + spec_.wake.overshoot_s);
+}
+
+// A waiting rank's polls thin out: the cores' shares change (unless that
+// wait is over), and again at the schedule's next change.
+void Cluster::rerate(const Tag& tag) {
+  if (off_cores_since_[static_cast<std::size_t>(tag.learner)] != tag.since) return;
+  rates();
+  const double next = next_load_change(spec_.wake, tag.mark);
+  if (next == kInf) return;
+  Tag t = tag;
+  t.mark = next;
+  timer(tag.since + next - now_, t);
+}
+
+// A rank leaves the cores (its compute or apply done, or the run starting):
+// its polls' load follows its wait's schedule of pauses, recomputed where it
+// changes.
+void Cluster::waits_from(double& since) {
+  since = now_;
+  if (per_poll_s_ <= 0 || cores_res_ < 0 || spec_.learners + spec_.shards <= spec_.cores) return;
+  const double next = next_load_change(spec_.wake, 0);
+  if (next == kInf) return;
+  Tag t{Kind::rerate, static_cast<int>(&since - off_cores_since_.data())};
+  t.since = now_;
+  t.mark = next;
+  timer(next, t);
 }
 
 // `then` at the poll that notices an event `waited` seconds into a wait: at
@@ -92,6 +122,9 @@ std::optional<int> Cluster::next() {
       }
       done.live = false;
       done.left = 0;
+      if (done.tag.kind == Kind::compute) waits_from(off_cores_since_[static_cast<std::size_t>(done.tag.learner)]);
+      if (done.tag.kind == Kind::apply)
+        waits_from(off_cores_since_[static_cast<std::size_t>(spec_.learners + done.tag.shard)]);
       for (int r : done.res)
         if (r >= 0 && --users_[static_cast<std::size_t>(r)] == 0) quiet_from_[static_cast<std::size_t>(r)] = now_;
       rates();
@@ -117,12 +150,10 @@ void Cluster::handle(const Tag& tag) {
       start_push(l);
       return;
     case Kind::recv:
-      if (spec_.duplex) {  // its bytes are in: the shard takes it in its turn
-        shards_[static_cast<std::size_t>(k)].landed[static_cast<std::size_t>(l)] = 1;
-        try_start(k);
-        return;
-      }
-      received(k, l);
+      if (spec_.duplex)
+        landed(k, l);
+      else
+        received(k, l);
       return;
     case Kind::recv_injected:
       apply(k);
@@ -132,8 +163,7 @@ void Cluster::handle(const Tag& tag) {
         timer(spec_.inject_update_s, Tag{Kind::apply_injected, l, k});
         return;
       }
-      applied(k);
-      return;
+      [[fallthrough]];
     case Kind::apply_injected:
       applied(k);
       return;
@@ -160,6 +190,9 @@ void Cluster::handle(const Tag& tag) {
       return;
     case Kind::push_sent:
       push_sent(l);
+      return;
+    case Kind::rerate:
+      rerate(tag);
       return;
   }
 }
@@ -222,6 +255,7 @@ void Cluster::start(double t) {
     ln.released_at = t;
   }
   awaits_since_.assign(awaits_since_.size(), t);
+  for (double& since : off_cores_since_) waits_from(since);
   for (int k = 0; k < spec_.shards; ++k) {
     Shard& s = shards_[static_cast<std::size_t>(k)];
     s.busy = true;

@@ -34,9 +34,13 @@
 //    its next push only when they are sent (all but the buffers' bytes).
 //  - CPU work (compute steps, a shard's apply) shares `cores` processors
 //    when the ranks (learners + shards) outnumber them: each working rank
-//    runs at min(1, cores / (working + load x waiting)), where a waiting
-//    rank (MPI's polite waits) takes `waiting_rank_load` of a core; 0 cores:
-//    each rank has its own. A shard's apply adds `per_push_s` to each push.
+//    runs at min(1, cores / (working + waiting load)), where a waiting rank
+//    (MPI's polite waits) takes what its polls cost: with a `wake` schedule
+//    a poll costs waiting_rank_load x (max_pause_s + overshoot_s) of CPU
+//    (the calibration measures a rank that has waited long) over the spacing
+//    of its polls at the moment (perf/wake.hpp wait_load), so a rank early in
+//    its wait takes more; without one, `waiting_rank_load` of a core. 0
+//    cores: each rank has its own. A shard's apply adds `per_push_s` to each push.
 //    Over network links the bytes flowing take `cpu_s_per_byte` of the
 //    cores first (the kernel's network path), and the working ranks share
 //    what is left whenever they want more than that.
@@ -133,12 +137,14 @@ class Cluster {
  private:
   enum class Kind {
     compute, staged, recv, recv_injected, apply, apply_injected, reply_injected, reply, reply_sent, latency,
-    woken, shard_woken, shard_released, push_sent
+    woken, shard_woken, shard_released, push_sent, rerate
   };
   struct Tag {
     Kind kind;
     int learner = -1, shard = -1;
     int transfer = -1;  // Kind::latency: the transfer whose bytes start to flow
+    double since = 0;   // Kind::rerate: the wait it belongs to (when that began)
+    double mark = 0;    // Kind::rerate: this change's time into that wait
   };
   struct Transfer {
     int learner, shard;
@@ -194,6 +200,9 @@ class Cluster {
   void send_replies(int k, int l);
   void reply_received(int k, int l);
   void rates();
+  void waits_from(double& since);
+  void rerate(const Tag& tag);
+  double waiting_load(double waiting) const;
   void advance(double t);
   void handle(const Tag& tag);
   void transferred(int id);
@@ -208,6 +217,7 @@ class Cluster {
   void begin_compute(int l);
   void push_part(int l);
   void push_sent(int l);
+  void landed(int k, int l);
   void take_landed(int k);
   double take_burst(int res0, int res1, double bytes);
   double bytes(int k) const { return 4.0 * spec_.shard_params[static_cast<std::size_t>(k)]; }
@@ -227,6 +237,10 @@ class Cluster {
   std::vector<double> busy_;  // per resource: capacity-seconds used
   double net_cpu_ = 0;        // the cores the flowing transfers take (cpu_s_per_byte)
   std::vector<double> awaits_since_;  // per learner: waiting for its replies since (-1: not waiting)
+  // per rank (learners, then shards): off the cores since (-1: on them), for
+  // the load of its polls (ranks outnumbering the cores)
+  std::vector<double> off_cores_since_;
+  double per_poll_s_ = 0;
   double started_at_ = 0;
   std::vector<double> tokens_, quiet_from_;  // per resource: its bucket's bytes, idle since (-1: in use)
   int cores_res_ = -1, learner_tx0_ = 0, learner_rx0_ = 0, shard_tx0_ = 0, shard_rx0_ = 0;

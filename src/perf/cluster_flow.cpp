@@ -26,6 +26,10 @@ int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag)
   a.live = true;
   a.tag = tag;
   started_[slot] = now_;
+  if (res0 == cores_res_ && cores_res_ >= 0) {  // the rank is on the cores: its polls stop
+    if (tag.kind == Kind::compute) off_cores_since_[static_cast<std::size_t>(tag.learner)] = -1;
+    if (tag.kind == Kind::apply) off_cores_since_[static_cast<std::size_t>(spec_.learners + tag.shard)] = -1;
+  }
   for (int r : a.res)
     if (r >= 0 && users_[static_cast<std::size_t>(r)]++ == 0) quiet_from_[static_cast<std::size_t>(r)] = -1;
   rates();
@@ -49,12 +53,23 @@ void Cluster::rates() {
   // (and, ranks outnumbering the cores, the waiting ones) want more
   const double working = users_[static_cast<std::size_t>(cores_res_)];
   const double ranks = spec_.learners + spec_.shards;
-  const double want = working + (ranks > spec_.cores ? spec_.waiting_rank_load * (ranks - working) : 0.0);
+  const double want = working + (ranks > spec_.cores ? waiting_load(ranks - working) : 0.0);
   net_cpu_ = std::min(net_cpu_, 0.95 * spec_.cores);
   const double left = spec_.cores - net_cpu_;
   const double cpu = working > 0 && want > left ? std::min(1.0, left / want) : 1.0;
   for (auto& a : acts_)
     if (a.live && on_cores(a)) a.rate = std::min(a.max_rate, cpu);
+}
+
+// What the ranks off the cores take of them by their polls: each its wait's
+// load where a poll's CPU is known (the wake schedule), else
+// waiting_rank_load each.
+double Cluster::waiting_load(double waiting) const {
+  if (per_poll_s_ <= 0) return spec_.waiting_rank_load * waiting;
+  double load = 0;
+  for (double since : off_cores_since_)
+    if (since >= 0) load += wait_load(spec_.wake, per_poll_s_, now_ - since);
+  return load;
 }
 
 void Cluster::advance(double t) {

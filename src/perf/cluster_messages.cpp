@@ -47,6 +47,12 @@ void Cluster::push_sent(int l) {
   awaits_since_[static_cast<std::size_t>(l)] = now_;  // its wait for the replies polls from now
 }
 
+// Duplex links: learner l's push is in at shard k, which takes it in its turn.
+void Cluster::landed(int k, int l) {
+  shards_[static_cast<std::size_t>(k)].landed[static_cast<std::size_t>(l)] = 1;
+  try_start(k);
+}
+
 // Duplex links: shard k takes its earliest push once that push's bytes are
 // in and its own replies are sent (the real shard completes its sends before
 // the weights change).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace asgd::perf {
 
@@ -20,5 +22,29 @@ double wake_delay(const WakeSchedule& w, double waited) {
   const double k = std::ceil((waited - t) / step);
   return t + k * step - waited;
 }
+
+namespace {
+
+// The pause in effect `waited` seconds into a wait (0 while it spins) and
+// when that stretch ends (infinity once the pauses are at max_pause_s).
+std::pair<double, double> stretch(const WakeSchedule& w, double waited) {
+  if (waited < w.spin_s) return {0.0, w.spin_s};
+  double t = w.spin_s, pause = 1e-6;
+  while (pause < w.max_pause_s) {
+    t += pause + w.overshoot_s;
+    if (waited < t) return {pause, t};
+    pause = std::min(2 * pause, w.max_pause_s);
+  }
+  return {w.max_pause_s, std::numeric_limits<double>::infinity()};
+}
+
+}  // namespace
+
+double wait_load(const WakeSchedule& w, double per_poll_s, double waited) {
+  const double gap = stretch(w, waited).first + w.overshoot_s;
+  return gap > 0 ? std::min(1.0, per_poll_s / gap) : 1.0;
+}
+
+double next_load_change(const WakeSchedule& w, double waited) { return stretch(w, waited).second; }
 
 }  // namespace asgd::perf

@@ -14,4 +14,16 @@ struct WakeSchedule {
 // The seconds between the event and the poll that notices it (>= 0).
 double wake_delay(const WakeSchedule& w, double waited);
 
+// The share of a core a rank `waited` seconds into its wait takes from the
+// ranks beside it when each of its polls costs `per_poll_s` of CPU: per_poll_s
+// over the time between its polls then (the overshoot alone while it spins),
+// at most 1. The polls come densely at first and then settle at one per
+// max_pause_s + overshoot_s, so a rank that waits often, briefly, takes more
+// than one that waits long.
+double wait_load(const WakeSchedule& w, double per_poll_s, double waited);
+
+// When (seconds into the wait, > waited) wait_load next changes; infinity
+// once the pauses have reached max_pause_s.
+double next_load_change(const WakeSchedule& w, double waited);
+
 }  // namespace asgd::perf

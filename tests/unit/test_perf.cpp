@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "common/error.hpp"
@@ -438,6 +439,65 @@ TEST(Wake, AnEventIsNoticedAtTheNextPoll) {
     EXPECT_GE(d, 0.0) << t;
     EXPECT_LT(d, 10e-6 + 1e-12) << t;  // never more than one pause and its overshoot
   }
+}
+
+// A waiting rank's load: its polls' CPU over their spacing, the overshoot
+// alone while it spins, then each pause and its overshoot; it stops changing
+// once the pauses reach the longest.
+TEST(Wake, AWaitsLoadIsItsPollsCpuOverTheirSpacing) {
+  const WakeSchedule w{50e-6, 8e-6, 2e-6, true};
+  EXPECT_NEAR(wait_load(w, 1e-6, 30e-6), 0.5, 1e-12);
+  EXPECT_NEAR(wait_load(w, 1e-6, 51e-6), 1.0 / 3, 1e-12);  // the 1 us pause: polls 3 us apart
+  EXPECT_NEAR(wait_load(w, 1e-6, 54e-6), 0.25, 1e-12);
+  EXPECT_NEAR(wait_load(w, 1e-6, 60e-6), 1.0 / 6, 1e-12);
+  EXPECT_NEAR(wait_load(w, 1e-6, 63e-6), 0.1, 1e-12);
+  EXPECT_NEAR(wait_load(w, 1e-6, 10.0), 0.1, 1e-12);
+  EXPECT_EQ(wait_load(w, 1.0, 30e-6), 1.0);  // never more than a core
+  EXPECT_NEAR(next_load_change(w, 0), 50e-6, 1e-12);
+  EXPECT_NEAR(next_load_change(w, 50e-6), 53e-6, 1e-12);
+  EXPECT_NEAR(next_load_change(w, 53e-6), 57e-6, 1e-12);
+  EXPECT_NEAR(next_load_change(w, 57e-6), 63e-6, 1e-12);
+  EXPECT_EQ(next_load_change(w, 63e-6), std::numeric_limits<double>::infinity());
+  // for every wait, the change comes later than now and the load never grows
+  for (double t = 1e-6; t < 1e-3; t *= 1.21) {
+    EXPECT_GT(next_load_change(w, t), t) << t;
+    EXPECT_LE(wait_load(w, 1e-6, next_load_change(w, t) + 1e-9), wait_load(w, 1e-6, t)) << t;
+  }
+}
+
+// With ranks outnumbering the cores a waiting rank takes what its polls cost:
+// waiting_rank_load (measured on a long wait) gives a poll's CPU, and a rank
+// early in its wait, polling densely, takes more of the cores than one that
+// has waited long.
+TEST(Cluster, AWaitingRanksLoadFollowsItsPolls) {
+  ClusterSpec s = one(10);
+  s.learners = 2;
+  s.cores = 2;
+  s.waiting_rank_load = 0.1;  // a poll: 0.1 x (0.5 + 0.5) ms = 100 us of CPU
+  const auto first = [&](WakeSchedule w) {
+    s.wake = w;
+    Cluster c(s, [](int) { return 0.1; });
+    c.start(0);
+    EXPECT_TRUE(c.next().has_value());
+    return c.now();
+  };
+  // the shard spins through the whole compute: 100 us per 0.5 ms, 0.2 of a
+  // core, and the learners share the rest: 2 / 2.2 each
+  EXPECT_NEAR(first(WakeSchedule{1.0, 0.5e-3, 0.5e-3, true}), 0.11, 1e-9);
+  // sleeping from the start, its polls thin out within 5 ms to the long
+  // wait's 0.1 of a core: a little slower than 2 / 2.1 each
+  const double sleeping = first(WakeSchedule{0, 0.5e-3, 0.5e-3, true});
+  EXPECT_GT(sleeping, 0.105 + 1e-5);
+  EXPECT_LT(sleeping, 0.106);
+  // no schedule: waiting_rank_load throughout
+  s.wake = WakeSchedule{};
+  Cluster c(s, [](int) { return 0.1; });
+  c.start(0);
+  c.next();
+  EXPECT_NEAR(c.now(), 0.105, 1e-9);
+  // as many cores as ranks: waiting costs nothing, dense polls or not
+  s.cores = 3;
+  EXPECT_NEAR(first(WakeSchedule{1.0, 0.5e-3, 0.5e-3, true}), 0.1, 1e-9);
 }
 
 // A learner that waits past the spin starts computing at the poll after its
