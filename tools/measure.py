@@ -83,6 +83,8 @@ SECTIONS = [
             what="push and pull against plain MPI point-to-point"),
     Section("scaling", 8, ["ASGD={b}/asgd tools/bench_scaling.sh -r 3 200"],
             what="the MPI core's own cost on one node"),
+    Section("short-steps", 2, ["ASGD={b}/asgd tools/bench_short_steps.sh -r 5"],
+            what="short steps with more ranks than cores, unbound and bound to cores"),
     Section("distributed", 5, ["ASGD={b}/asgd tools/peers/compare_distributed.sh -n 3",
                                "ASGD={b}/asgd tools/peers/compare_allreduce.sh -n 3"], needs=["torch"],
             what="two learners against PyTorch DDP and Hogwild"),
