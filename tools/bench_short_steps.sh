@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Short steps with more ranks than cores: mlp (Fashion-MNIST, 1 BLAS thread per rank), one
 # server and two learners (softsync n = 1: every update takes both learners' gradients),
-# launched as mpiexec places them and bound to cores, against one process alone.
+# launched as mpiexec places them and bound to cores, and one server and one learner that
+# spin on their own cores, against one process alone.
 #   tools/bench_short_steps.sh [-r ROUNDS] [-b "BATCHES"] [-h]
 #   -r ROUNDS   interleaved rounds (default 5)
 #   -b BATCHES  minibatch sizes, each 1..4096 (default "8 64")
 # Each round runs, for each batch size: one process alone, then 1 server + 2 learners
 # unbound (`mpiexec -n 3`) and bound (`mpiexec -bind-to core -n 3`: ranks 0 and 2, the
-# server and the second learner, share core 0). Prints, for each batch and launch, the
-# median, lowest and highest steady samples/s over the rounds (the updates after the first
-# tenth), the median over rounds of each run's slowest twentieth, the median ratio against
-# the same round's single process (2.00 would be both cores computing all the time), and the
-# learners' median compute time per gradient.
+# server and the second learner, share core 0), then 1 server + 1 learner with
+# ASGD_WAIT=spin (`mpiexec -n 2`: no rank shares a core or sleeps). Prints, for each batch
+# and launch, the median, lowest and highest steady samples/s over the rounds (the updates
+# after the first tenth), the median over rounds of each run's slowest twentieth, the median
+# ratio against the same round's single process (2.00 would be both cores computing all the
+# time), and the learners' median compute time per gradient.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asgd=${ASGD:-build/default/asgd}
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 rounds=5 batches="8 64"
 while getopts ":r:b:h" opt; do
   case $opt in
@@ -52,6 +54,8 @@ for ((r = 1; r <= rounds; r++)); do
     mpi=(--batch "$b" --learners 2 --protocol softsync --n 1 --max-steps "$steps")
     mpiexec -n 3 "$asgd" train "${common[@]}" "${mpi[@]}" --run-id "unbound-b$b-r$r" >/dev/null
     mpiexec -bind-to core -n 3 "$asgd" train "${common[@]}" "${mpi[@]}" --run-id "bound-b$b-r$r" >/dev/null
+    ASGD_WAIT=spin mpiexec -n 2 "$asgd" train "${common[@]}" --batch "$b" --learners 1 --max-steps "$steps" \
+      --run-id "pair-b$b-r$r" >/dev/null
   done
 done
 "$py" - "$work" "$rounds" $batches <<'EOF'
@@ -76,7 +80,8 @@ def figures(run):
     return rate, min(parts) if parts else rate, compute
 
 
-print(f"mlp, 1 server + 2 learners, softsync n = 1, {rounds} rounds; samples/s after the first tenth")
+print(f"mlp, {rounds} rounds; samples/s after the first tenth; unbound, bound: 1 server + 2 learners, softsync n = 1; "
+      "1+1 spin: 1 server + 1 learner, ASGD_WAIT=spin")
 print("| batch | launch | median | lowest | highest | slowest twentieth (median) | of one process (median) "
       "| compute ms per gradient |")
 print("|---|---|---|---|---|---|---|---|")
@@ -85,11 +90,11 @@ for b in batches:
     print(f"| {b} | one process | {statistics.median(a[0] for a in alone):.0f} | {min(a[0] for a in alone):.0f} "
           f"| {max(a[0] for a in alone):.0f} | {statistics.median(a[1] for a in alone):.0f} | 1.00 "
           f"| {1e3 * statistics.median(a[2] for a in alone):.3f} |")
-    for launch in ("unbound", "bound"):
+    for launch, name in (("unbound", "unbound"), ("bound", "bound"), ("pair", "1+1 spin")):
         runs = [figures(f"{launch}-b{b}-r{r}") for r in range(1, rounds + 1)]
         rates = [x[0] for x in runs]
         ratio = statistics.median(x[0] / a[0] for x, a in zip(runs, alone))
-        print(f"| {b} | {launch} | {statistics.median(rates):.0f} | {min(rates):.0f} | {max(rates):.0f} "
+        print(f"| {b} | {name} | {statistics.median(rates):.0f} | {min(rates):.0f} | {max(rates):.0f} "
               f"| {statistics.median(x[1] for x in runs):.0f} | {ratio:.2f} "
               f"| {1e3 * statistics.median(x[2] for x in runs):.3f} |")
 EOF
