@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asgd=${ASGD:-build/default/asgd}
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 rounds=5 batches="8 64"
 while getopts ":r:b:h" opt; do
   case $opt in
