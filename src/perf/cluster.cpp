@@ -65,15 +65,15 @@ void Cluster::rerate(const Tag& tag) {
   timer(tag.since + next - now_, t);
 }
 
-// A rank leaves the cores (its compute or apply done, or the run starting):
+// Rank r leaves the cores (its compute or apply done, or the run starting):
 // its polls' load follows its wait's schedule of pauses, recomputed where it
 // changes.
-void Cluster::waits_from(double& since) {
-  since = now_;
+void Cluster::waits_from(int r) {
+  off_cores_since_[static_cast<std::size_t>(r)] = now_;
   if (per_poll_s_ <= 0 || cores_res_ < 0 || spec_.learners + spec_.shards <= spec_.cores) return;
   const double next = next_load_change(spec_.wake, 0);
   if (next == kInf) return;
-  Tag t{Kind::rerate, static_cast<int>(&since - off_cores_since_.data())};
+  Tag t{Kind::rerate, r};
   t.since = now_;
   t.mark = next;
   timer(next, t);
@@ -122,9 +122,7 @@ std::optional<int> Cluster::next() {
       }
       done.live = false;
       done.left = 0;
-      if (done.tag.kind == Kind::compute) waits_from(off_cores_since_[static_cast<std::size_t>(done.tag.learner)]);
-      if (done.tag.kind == Kind::apply)
-        waits_from(off_cores_since_[static_cast<std::size_t>(spec_.learners + done.tag.shard)]);
+      if (const int r = rank_of(done.tag); r >= 0) waits_from(r);
       for (int r : done.res)
         if (r >= 0 && --users_[static_cast<std::size_t>(r)] == 0) quiet_from_[static_cast<std::size_t>(r)] = now_;
       rates();
@@ -255,7 +253,7 @@ void Cluster::start(double t) {
     ln.released_at = t;
   }
   awaits_since_.assign(awaits_since_.size(), t);
-  for (double& since : off_cores_since_) waits_from(since);
+  for (int r = 0; r < spec_.learners + spec_.shards; ++r) waits_from(r);
   for (int k = 0; k < spec_.shards; ++k) {
     Shard& s = shards_[static_cast<std::size_t>(k)];
     s.busy = true;

@@ -200,7 +200,8 @@ class Cluster {
   void send_replies(int k, int l);
   void reply_received(int k, int l);
   void rates();
-  void waits_from(double& since);
+  int rank_of(const Tag& tag) const;
+  void waits_from(int r);
   void rerate(const Tag& tag);
   double waiting_load(double waiting) const;
   void advance(double t);

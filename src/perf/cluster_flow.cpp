@@ -8,6 +8,14 @@ namespace asgd::perf {
 
 void Cluster::timer(double dt, Tag tag) { timers_.push({now_ + dt, seq_++, tag}); }
 
+// The rank whose CPU work a cores activity's tag is (learners, then shards),
+// or -1.
+int Cluster::rank_of(const Tag& tag) const {
+  if (tag.kind == Kind::compute) return tag.learner;
+  if (tag.kind == Kind::apply) return spec_.learners + tag.shard;
+  return -1;
+}
+
 // A fluid activity: `left` units at up to max_rate per second, on at most two
 // resources whose capacity it shares equally with their other users.
 int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag) {
@@ -26,10 +34,8 @@ int Cluster::activity(double left, double max_rate, int res0, int res1, Tag tag)
   a.live = true;
   a.tag = tag;
   started_[slot] = now_;
-  if (res0 == cores_res_ && cores_res_ >= 0) {  // the rank is on the cores: its polls stop
-    if (tag.kind == Kind::compute) off_cores_since_[static_cast<std::size_t>(tag.learner)] = -1;
-    if (tag.kind == Kind::apply) off_cores_since_[static_cast<std::size_t>(spec_.learners + tag.shard)] = -1;
-  }
+  if (const int r = rank_of(tag); r >= 0 && res0 == cores_res_)  // on the cores: its polls stop
+    off_cores_since_[static_cast<std::size_t>(r)] = -1;
   for (int r : a.res)
     if (r >= 0 && users_[static_cast<std::size_t>(r)]++ == 0) quiet_from_[static_cast<std::size_t>(r)] = -1;
   rates();
