@@ -15,7 +15,11 @@
 // step into its phases (the layers' forward and backward passes, the update,
 // the rest: the loss, fences, what lies between the layers), each against
 // its limit in the same run (sgemm's rate for the passes, triad's for the
-// update).
+// update). A third times each layer inside whole steps beside the layer
+// alone: where the step's sequence (inputs that come from the layer before,
+// the model's 13 MB of weights, gradients and momentum going out of cache
+// between passes) makes a layer slower than its own benchmark, which is the
+// "rest" of the second table.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 
@@ -362,6 +366,8 @@ class Reporter : public benchmark::ConsoleReporter {
 // (each layer timed alone), the update, and the rest of the step, each in ms
 // and against the same run's limit: the passes' FLOPs at sgemm's rate, the
 // update's six streams of floats at triad's rate.
+void print_in_step(const Reporter& rep, const std::string& model);
+
 void print_phases(const Reporter& rep, double sgemm_gflops) {
   fmt::print("\n{:<42} {:>9} {:>8} {:>11} {:>9}\n", "step by phase (batch 64)", "ms", "of step", "limit ms",
              "of limit");
@@ -369,6 +375,7 @@ void print_phases(const Reporter& rep, double sgemm_gflops) {
     fmt::print("{:<42} {:>9.3f} {:>7.0f}% {:>11.3f} {:>8.0f}%\n", what, ms, 100 * ms / step_ms, limit_ms,
                limit_ms > 0 && ms > 0 ? 100 * limit_ms / ms : 0.0);
   };
+  std::vector<std::string> whole;  // the models with every part measured
   for (const std::string model : {"lenet", "cifar10-18pct"}) {
     const auto step = rep.seconds.find(model + "/step");
     const auto update = rep.seconds.find(model + "/update");
@@ -390,6 +397,7 @@ void print_phases(const Reporter& rep, double sgemm_gflops) {
       bwd_flops += l.flops_backward(kBatch, i != 0);
     }
     if (!all) continue;  // a filter left some layers out: no breakdown
+    whole.push_back(model);
     const double T = 1e3 * step->second, rate = sgemm_gflops * 1e9;
     const auto triad = rep.gbps.find(fmt::format("triad/{}", b.model->n_params()));
     const double triad_gbps = triad == rep.gbps.end() ? 0 : triad->second;
@@ -406,6 +414,104 @@ void print_phases(const Reporter& rep, double sgemm_gflops) {
   }
   fmt::print("limit: the passes' FLOPs at the sgemm reference's rate, the update's 6 streams of floats at the "
              "rate of a triad of the same length; of limit = limit / measured\n");
+  for (const auto& model : whole) print_in_step(rep, model);
+}
+
+// Each layer inside whole steps: the step's own sequence (zero the
+// gradients, the layers forward, the loss, the layers backward, the update)
+// with a fence and a clock read after each part, the median of `rounds` steps
+// after one to warm up. Beside each layer alone (its benchmark, which runs it
+// over and over with its data in cache) it shows what the step's sequence
+// costs each layer: its inputs come from the layer before, not from cache.
+struct InStep {
+  std::vector<double> fwd, bwd;  // per layer, seconds
+  double loss = 0, update = 0, step = 0;
+};
+
+InStep time_in_step(const std::string& model, int rounds) {
+  Bench& b = get(model);
+  asgd::nn::Model& m = *b.model;
+  const auto& layers = m.layers();
+  const std::size_t nl = layers.size();
+  asgd::nn::IView labels("bench::labels", kBatch);
+  View inc("bench::inc", m.n_params());
+  View dy("bench::in_step_dy", b.dy.extent(0)), dx("bench::in_step_dx", b.dx.extent(0));
+  std::vector<std::vector<double>> f(nl), k(nl);
+  std::vector<double> loss, update, step;
+  auto t = Clock::now();
+  auto lap = [&t] {
+    Kokkos::fence();
+    const auto now = Clock::now();
+    const double s = std::chrono::duration<double>(now - t).count();
+    t = now;
+    return s;
+  };
+  for (int r = 0; r <= rounds; ++r) {
+    Kokkos::fence();
+    const auto t0 = t = Clock::now();
+    m.zero_grads();
+    double upd = lap();
+    std::vector<double> fr(nl), kr(nl);
+    for (std::size_t i = 0; i < nl; ++i) {
+      layers[i]->forward(kBatch, i == 0 ? b.x : m.activation(i - 1), m.activation(i), {true, 3});
+      fr[i] = lap();
+    }
+    asgd::kernels::softmax_xent<Space>(kBatch, m.classes(), m.activation(nl - 1), labels,
+                                       real_t(1) / static_cast<real_t>(kBatch), dy);
+    const double ls = lap();
+    View g = dy, h = dx;
+    for (std::size_t i = nl; i-- > 0;) {
+      layers[i]->backward(kBatch, i == 0 ? b.x : m.activation(i - 1), m.activation(i), g, i == 0 ? View() : h);
+      kr[i] = lap();
+      std::swap(g, h);
+    }
+    sgd_update(m, inc);
+    upd += lap();
+    if (r == 0) continue;  // the warm-up step
+    for (std::size_t i = 0; i < nl; ++i) {
+      f[i].push_back(fr[i]);
+      k[i].push_back(kr[i]);
+    }
+    loss.push_back(ls);
+    update.push_back(upd);
+    step.push_back(std::chrono::duration<double>(t - t0).count());
+  }
+  InStep out{{}, {}, median(loss), median(update), median(step)};
+  for (std::size_t i = 0; i < nl; ++i) {
+    out.fwd.push_back(median(f[i]));
+    out.bwd.push_back(median(k[i]));
+  }
+  return out;
+}
+
+// The layers of one model in the step against alone, in ms; the rows where the
+// two differ most are where the "rest" of the phases table goes.
+void print_in_step(const Reporter& rep, const std::string& model) {
+  Bench& b = get(model);
+  const InStep in = time_in_step(model, 9);
+  fmt::print("\n{:<42} {:>9} {:>9} {:>9} {:>9}\n", model + " in the step (median of 9)", "alone ms",
+             "in step", "extra ms", "of step");
+  double alone_sum = 0, extra_sum = 0;
+  auto row = [&](const std::string& what, double alone, double inside) {
+    fmt::print("{:<42} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.0f}%\n", what, 1e3 * alone, 1e3 * inside,
+               1e3 * (inside - alone), 100 * inside / in.step);
+    alone_sum += alone;
+    extra_sum += inside - alone;
+  };
+  const auto& layers = b.model->layers();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto f = rep.seconds.find(model + "/" + layers[i]->name() + "/forward");
+    if (f != rep.seconds.end()) row(layers[i]->name() + " forward", f->second, in.fwd[i]);
+  }
+  fmt::print("{:<42} {:>9} {:>9.3f}\n", "loss", "", 1e3 * in.loss);
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    const auto k = rep.seconds.find(model + "/" + layers[i]->name() + "/backward");
+    if (k != rep.seconds.end()) row(layers[i]->name() + " backward", k->second, in.bwd[i]);
+  }
+  if (const auto u = rep.seconds.find(model + "/update"); u != rep.seconds.end())
+    row("update (zero + SGD)", u->second, in.update);
+  fmt::print("{:<42} {:>9.3f} {:>9.3f} {:>9.3f}\n", "step (parts timed apart; the sum)", 1e3 * alone_sum,
+             1e3 * in.step, 1e3 * extra_sum);
 }
 
 }  // namespace
