@@ -115,6 +115,15 @@ SECTIONS = [
                          "--plant '--candidate-hog 2:0.25' --plant \"--candidate-prefix 'taskset -c 0'\" "
                          "> {w}/gate.log && cat {w}/gate/summary.txt"],
             what="how often the CI gate cries wolf on the same commit, and what planted slowdowns it flags"),
+    Section("gate-plants", 25, ["cmake --preset ci -B {w}/o1 -DCMAKE_CXX_FLAGS_RELEASE='-O1 -DNDEBUG' > /dev/null && "
+                                "cmake --build {w}/o1 -j 2 --target asgd asgd_micro > /dev/null && "
+                                "tools/ci/measure.sh {w}/gate-plants --asgd {b}/asgd --pairs 0 --rounds 5 "
+                                "--plant '--candidate-asgd {w}/o1/asgd' "
+                                "--plant \"--candidate-env OPENBLAS_CORETYPE=Haswell --gate-args '--across-machines'\" "
+                                "--plant '--candidate-hog 2:0.1' > {w}/gate-plants.log && "
+                                "grep -E '^(CPU|asgd|rounds|==|  planted)' {w}/gate-plants/summary.txt"],
+            what="the gate against planted slowdowns of other kinds: the same code built -O1, OpenBLAS's "
+                 "kernel forced to Haswell's, a lighter CPU hog", per_cpu=True),
     Section("gpu", 8, ["tools/gpu-check.sh --out {w}/gpu --steps 50"], needs=["gpu"], start=r"^== gpu-bench ==$",
             what="GPU learners: the GPU tests, steps against cuBLAS SGEMM, lenet against a CPU learner, staging"),
     Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b} --work {w}",

@@ -8,7 +8,9 @@
 #    baseline and candidate (interleaved, R rounds each).
 # 2. Each --plant: one more pair whose candidate side gets the given
 #    bench.sh ab options (e.g. "--candidate-hog 2:0.3", "--candidate-prefix
-#    'taskset -c 0'", "--candidate-env OPENBLAS_CORETYPE=Haswell").
+#    'taskset -c 0'", "--candidate-asgd PATH" for another build such as an
+#    -O1 one, "--candidate-env OPENBLAS_CORETYPE=Haswell --gate-args
+#    --across-machines"; a plant's --gate-args also go to its verdicts below).
 # 3. Tally, from the stored outputs (asgd compare is re-run; no measuring):
 #    per gate setting (--threshold 0.05 / 0.10 / 0.15, --alpha 0.05), how many
 #    same-commit pairs were flagged (interleaved: pair K's baseline against its
@@ -113,7 +115,15 @@ verdict() {  # BASE CAND ARGS...: "no regression" / "REGRESSION: figures" / "ref
     echo "  same commit, stored baseline (previous pair's): $stored_flagged of $stored_n flagged"
     for p in "$out"/plant-*; do
       [[ -d $p ]] || continue
-      echo "  planted [$(cat "$p/plant.txt")]: $(verdict "$p/baseline" "$p/candidate" "${a[@]}")"
+      # a plant's own --gate-args (e.g. --across-machines for a forced BLAS
+      # kernel) go to its verdicts too
+      eval "popts=($(cat "$p/plant.txt"))"
+      extra=()
+      for ((i = 0; i < ${#popts[@]}; ++i)); do
+        # shellcheck disable=SC2154  # popts is set by eval
+        [[ ${popts[i]} == --gate-args ]] && read -r -a extra <<< "${popts[i + 1]:-}"
+      done
+      echo "  planted [$(cat "$p/plant.txt")]: $(verdict "$p/baseline" "$p/candidate" "${a[@]}" "${extra[@]}")"
     done
   done
   echo
