@@ -259,7 +259,7 @@ up() {
   [[ $N =~ ^[0-9]+$ ]] || die "up: want a node count N, got '${N}'"
   (( N >= 1 && N <= MAX_NODES )) || die "up: N=$N: want 1..$MAX_NODES nodes"
   shift
-  cpus=$(nproc)
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone follows OMP_NUM_THREADS
   while (( $# )); do
     case $1 in
       --link) [[ $# -ge 2 ]] || die "--link needs a rate"; rate=$2; shift 2 ;;

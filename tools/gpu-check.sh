@@ -219,7 +219,7 @@ step() {
   return "$rc"
 }
 
-echo "gpu-check: $(date -u +%FT%TZ) on $(uname -srm), $(nproc) CPUs"
+echo "gpu-check: $(date -u +%FT%TZ) on $(uname -srm), $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) CPUs"
 for tool in nvidia-smi g++ gcc cmake ninja python3; do
   printf '  %-10s %s\n' "$tool" "$(command -v "$tool" >/dev/null && "$tool" --version 2>&1 | grep -m1 -v '^$' || echo missing)"
 done

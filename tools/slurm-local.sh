@@ -17,7 +17,7 @@ start() {
   fi
   mkdir -p "$D/state" "$D/spool" "$D/log"
   local host cpus
-  host=$(hostname) cpus=$(nproc)
+  host=$(hostname) cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
   cat >"$D/slurm.conf" <<CONF
 ClusterName=asgd-local
 SlurmctldHost=$host

@@ -89,7 +89,7 @@ verdict() {  # BASE CAND ARGS...: "no regression" / "REGRESSION: figures" / "ref
 }
 
 {
-  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores allowed"
+  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores allowed"
   echo "asgd: $asgd ($("$asgd" info --json | "${PY:-/usr/bin/python3}" -c 'import json,sys; m=json.load(sys.stdin); print(m["asgd_commit"], "BLAS", m["blas"])'))"
   echo "rounds per side: $rounds"
   mapfile -t pairdirs < <(ls -d "$out"/pair-?? 2>/dev/null)
