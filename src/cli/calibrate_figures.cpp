@@ -4,14 +4,21 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <ctime>
 #include <thread>
 #include <vector>
 
 #include "common/clock.hpp"
 #include "config/config.hpp"
+#include "common/error.hpp"
+#include "ps/doorbell.hpp"
 #include "ps/mpi_util.hpp"
 #include "ps/shard_core.hpp"
 
@@ -85,9 +92,45 @@ void per_push_figure(perf::Profile& p) {
   spdlog::info("server   {:.2f} us per push apart from its parameters", 1e6 * t[100]);
 }
 
-// How a waiting rank polls (the MPI core's schedule under this ASGD_WAIT)
-// and how much longer than asked its sleeps last here (median over sleeps
-// of 1, 16 and 256 us).
+namespace {
+
+// A doorbell's wake-up (ps/doorbell.hpp): a thread sleeps on a bell in
+// process-shared memory as a waiting rank does, another rings it 200 us
+// later; the seconds from the ring to the sleeper's return, median of `n`.
+double doorbell_wake_s(int n) {
+  void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw Error("asgd calibrate: mmap of one page for the doorbell probe failed");
+  auto* bell = static_cast<std::uint32_t*>(mem);
+  std::atomic<int> asleep{0};
+  std::atomic<Clock::time_point::rep> rung{0};
+  std::vector<double> took;
+  std::thread sleeper([&] {
+    for (int i = 0; i < n; ++i) {
+      const std::uint32_t seen = ps::bell_value(bell);
+      asleep.store(i + 1);
+      ps::sleep_on_bell(bell, seen, 1.0);
+      const auto woke = Clock::now().time_since_epoch().count();
+      took.push_back(std::max(0.0, 1e-9 * static_cast<double>(woke - rung.load())));
+    }
+  });
+  for (int i = 0; i < n; ++i) {
+    while (asleep.load() != i + 1) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    rung.store(Clock::now().time_since_epoch().count());
+    ps::ring_bell(bell);
+  }
+  sleeper.join();
+  munmap(mem, 4096);
+  std::nth_element(took.begin(), took.begin() + n / 2, took.end());
+  return took[static_cast<std::size_t>(n / 2)];
+}
+
+}  // namespace
+
+// How a waiting rank polls (the MPI core's schedule under this ASGD_WAIT),
+// how much longer than asked its sleeps last here (median over sleeps
+// of 1, 16 and 256 us) and, with doorbells (ASGD_DOORBELL not 0), how soon a
+// ring ends a sleep.
 void wake_figures(perf::Profile& p) {
   const ps::WaitSchedule w = ps::event_wait_schedule();
   std::vector<double> over;
@@ -104,9 +147,17 @@ void wake_figures(perf::Profile& p) {
                       perf::Figure{w.max_pause_s, "stated", "the longest pause between polls: " + code},
                       measured(over[over.size() / 2],
                                fmt::format("asgd calibrate {}: a sleep of 1, 16 or 256 us less what was asked, "
-                                           "median of {}", today(), over.size()))};
+                                           "median of {}", today(), over.size())),
+                      std::nullopt};
   spdlog::info("wake     polls for {:.0f} us, then sleeps up to {:.0f} us; a sleep lasts {:.1f} us longer than asked",
                1e6 * w.spin_s, 1e6 * w.max_pause_s, 1e6 * p.wake->overshoot_s.value);
+  if (!ps::doorbells_wanted()) return;
+  const int n = 201;
+  p.wake->doorbell_s = measured(doorbell_wake_s(n),
+                                fmt::format("asgd calibrate {}: from a doorbell's ring to the return of a thread "
+                                            "sleeping on it (ps/doorbell.hpp), a ring 200 us into each sleep, "
+                                            "median of {}", today(), n));
+  spdlog::info("wake     a doorbell ends a sleep {:.1f} us after its ring", 1e6 * p.wake->doorbell_s->value);
 }
 
 }  // namespace asgd::cli

@@ -44,7 +44,8 @@
 //    Over network links the bytes flowing take `cpu_s_per_byte` of the
 //    cores first (the kernel's network path), and the working ranks share
 //    what is left whenever they want more than that.
-//  - Waits end at a poll (`wake`, perf/wake.hpp): an idle shard takes a push
+//  - Waits end at a poll (`wake`, perf/wake.hpp), or at a doorbell's wake-up
+//    where the ranks share a node and the profile has `wake.doorbell_s`: an idle shard takes a push
 //    at the first poll after it arrived; over shared windows a shard goes on
 //    at the first poll after its learners' copies of a reply are done, and a
 //    learner starts computing at the first poll after its last reply (over messages

@@ -242,9 +242,10 @@ Profile read_profile(const std::string& path) {
   p.update_s_per_param = r.figure(s["update_s_per_param"], "server.update_s_per_param", kPerUnit);
   p.per_push_s = r.optional_figure(s["per_push_s"], "server.per_push_s", kPause);
   if (const YAML::Node w = root["wake"]; w.IsDefined() && !w.IsNull()) {
-    r.only(w, "wake", {"spin_s", "max_pause_s", "overshoot_s"});
+    r.only(w, "wake", {"spin_s", "max_pause_s", "overshoot_s", "doorbell_s"});
     p.wake = Wake{r.figure(w["spin_s"], "wake.spin_s", kPause), r.figure(w["max_pause_s"], "wake.max_pause_s", kPause),
-                  r.figure(w["overshoot_s"], "wake.overshoot_s", kPause)};
+                  r.figure(w["overshoot_s"], "wake.overshoot_s", kPause),
+                  r.optional_figure(w["doorbell_s"], "wake.doorbell_s", kPause)};
     if (p.wake->max_pause_s.value < 1e-6)
       r.fail("wake.max_pause_s", "below the first pause of 1 us (a wait sleeps 1, 2, 4, ... us up to it)");
   }
@@ -312,6 +313,7 @@ std::string profile_yaml(const Profile& p) {
   if (p.wake)
     o << "wake:\n  spin_s: " << fig(p.wake->spin_s) << "\n  max_pause_s: " << fig(p.wake->max_pause_s)
       << "\n  overshoot_s: " << fig(p.wake->overshoot_s) << "\n";
+  if (p.wake && p.wake->doorbell_s) o << "  doorbell_s: " << fig(*p.wake->doorbell_s) << "\n";
   if (p.inject_update_s || p.inject_byte_s) {
     o << "inject:\n";
     if (p.inject_update_s) o << "  update_s: " << fig(*p.inject_update_s) << "\n";

@@ -55,9 +55,12 @@ struct Exchange {
 // without pause for spin_s, then sleeps 1, 2, 4, ... microseconds up to
 // max_pause_s between polls, and each sleep lasts overshoot_s longer than
 // asked (the kernel's timer slack and wake-up). A wait therefore ends at the
-// first poll after its event (perf/wake.hpp).
+// first poll after its event (perf/wake.hpp), or, where the ranks share a
+// node and ring each other's doorbells (ps/doorbell.hpp), doorbell_s after
+// the event when that comes first.
 struct Wake {
   Figure spin_s, max_pause_s, overshoot_s;
+  std::optional<Figure> doorbell_s;  // absent: no doorbells (ASGD_DOORBELL=0, or an older profile)
 };
 
 struct Profile {

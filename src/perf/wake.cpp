@@ -6,9 +6,10 @@
 #include <utility>
 
 namespace asgd::perf {
+namespace {
 
-double wake_delay(const WakeSchedule& w, double waited) {
-  if (!w.on || waited <= w.spin_s) return 0;
+// The seconds between the event and the next poll (the wait is past its spin).
+double poll_delay(const WakeSchedule& w, double waited) {
   double t = w.spin_s, pause = 1e-6;
   // the doubling pauses, then equal steps of max_pause_s (closed form: a wait of
   // seconds would otherwise walk thousands of polls)
@@ -21,6 +22,14 @@ double wake_delay(const WakeSchedule& w, double waited) {
   if (step <= 0) return 0;
   const double k = std::ceil((waited - t) / step);
   return t + k * step - waited;
+}
+
+}  // namespace
+
+double wake_delay(const WakeSchedule& w, double waited) {
+  if (!w.on || waited <= w.spin_s) return 0;
+  const double polled = poll_delay(w, waited);
+  return w.bell_s >= 0 ? std::min(polled, w.bell_s) : polled;
 }
 
 namespace {

@@ -3,12 +3,14 @@
 // (ps/mpi_util.cpp) poll without pause for `spin_s`, then sleep 1, 2, 4, ...
 // microseconds up to `max_pause_s` between polls, each sleep `overshoot_s`
 // longer than asked. An event `waited` seconds into a wait is noticed at the
-// first poll at or after it.
+// first poll at or after it, or `bell_s` after it where the event rings the
+// rank's doorbell (ps/doorbell.hpp: ranks of one node), whichever is first.
 namespace asgd::perf {
 
 struct WakeSchedule {
   double spin_s = 0, max_pause_s = 0, overshoot_s = 0;
-  bool on = false;  // false: a wait ends at its event
+  bool on = false;     // false: a wait ends at its event
+  double bell_s = -1;  // a doorbell's wake-up; negative: no doorbells
 };
 
 // The seconds between the event and the poll that notices it (>= 0).

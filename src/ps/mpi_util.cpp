@@ -14,6 +14,8 @@
 #include <random>
 #include <thread>
 
+#include "ps/doorbell.hpp"
+
 namespace asgd::ps {
 
 namespace {
@@ -60,7 +62,9 @@ Clock::duration spin_phase(Policy policy, Wait kind) {
 
 // Calls done() until it returns true: first polling (with a yield between
 // polls unless ASGD_WAIT=spin; no polling phase with ASGD_WAIT=sleep), then
-// sleeping 1, 2, 4, ... up to kMaxPause microseconds between calls. Throws
+// sleeping 1, 2, 4, ... up to kMaxPause microseconds between calls (on this
+// rank's doorbell where it has one: a send from a rank of the node ends the
+// sleep, ps/doorbell.hpp). Throws
 // Stalled once the watchdog's timeout has passed.
 template <class Done>
 void backoff(Done&& done, Wait kind, const char* what) {
@@ -73,8 +77,15 @@ void backoff(Done&& done, Wait kind, const char* what) {
   }
   auto pause = std::chrono::microseconds(1);
   int polls = 0;
-  while (!done()) {
-    std::this_thread::sleep_for(pause);
+  const std::uint32_t* bell = own_bell();
+  for (;;) {
+    // the bell is read before the poll: a ring after it ends the sleep at once
+    const std::uint32_t seen = bell != nullptr ? bell_value(bell) : 0;
+    if (done()) return;
+    if (bell != nullptr)
+      sleep_on_bell(bell, seen, std::chrono::duration<double>(pause).count());
+    else
+      std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kMaxPause);
     if (g_stall_s > 0 && ++polls % 256 == 0) {
       const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -143,6 +154,7 @@ void check_injection() {
     (void)injection();
     (void)injected_server_costs();
     (void)wait_policy();
+    (void)doorbells_wanted();
   } catch (const Error& e) {
     throw CollectiveError(e.what());
   }

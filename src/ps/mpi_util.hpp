@@ -97,7 +97,7 @@ struct ServerCosts {
   double update_s = 0, byte_s = 0;
 };
 const ServerCosts& injected_server_costs();
-// Parses ASGD_INJECT_DELAY, ASGD_INJECT_STALL and ASGD_INJECT_SERVER now:
+// Parses ASGD_INJECT_DELAY, ASGD_INJECT_STALL, ASGD_INJECT_SERVER, ASGD_WAIT and ASGD_DOORBELL now:
 // CollectiveError (every rank finds the same problem) when one is bad.
 void check_injection();
 // Sleeps s seconds (no-op for s <= 0).

@@ -1,9 +1,41 @@
 #include "ps/shm_windows.hpp"
 
 #include <cstdlib>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace asgd::ps {
+namespace {
+
+// One cache line per rank (a bell's word at its start), so ringing one rank
+// does not bounce the line another rank sleeps on.
+constexpr MPI_Aint kBellBytes = 64;
+
+void open_doorbells(SharedWindows& shm, const Comm& comm) {
+  if (!doorbells_wanted()) return;
+  void* base = nullptr;
+  mpi_check(MPI_Win_allocate_shared(kBellBytes, 1, MPI_INFO_NULL, shm.node, &base, &shm.bells),
+            "Win_allocate_shared");
+  mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, shm.bells), "Win_lock_all");
+  *static_cast<std::uint32_t*>(base) = 0;
+  mpi_check(MPI_Win_sync(shm.bells), "Win_sync");
+  mpi_check(MPI_Barrier(shm.node), "Barrier");
+  // every rank of comm is on this node (the windows' condition) and shm.node
+  // keeps comm's order (split with key comm.rank())
+  std::vector<std::uint32_t*> words;
+  for (int r = 0; r < comm.size(); ++r) {
+    MPI_Aint size = 0;
+    int disp = 0;
+    void* p = nullptr;
+    mpi_check(MPI_Win_shared_query(shm.bells, r, &size, &disp, &p), "Win_shared_query");
+    words.push_back(static_cast<std::uint32_t*>(p));
+  }
+  set_doorbells(comm.get(), std::move(words), comm.rank());
+}
+
+}  // namespace
 
 void open_shared_windows(SharedWindows& shm, const Comm& comm, bool server, index_t floats,
                          int servers, int learners) {
@@ -34,6 +66,7 @@ void open_shared_windows(SharedWindows& shm, const Comm& comm, bool server, inde
     mpi_check(MPI_Win_shared_query(w, rank, &size, &disp, &p), "Win_shared_query");
     return static_cast<real_t*>(p);
   };
+  open_doorbells(shm, comm);
   for (int k = 0; k < servers; ++k) shm.weight_base.push_back(query(shm.weights, k));
   for (int l = 0; l < learners; ++l) shm.grad_base.push_back(query(shm.grads, servers + l));
   shm.on = true;

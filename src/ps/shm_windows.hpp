@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/types.hpp"
+#include "ps/doorbell.hpp"
 #include "ps/mpi_util.hpp"
 
 namespace asgd::ps {
@@ -17,11 +18,13 @@ namespace asgd::ps {
 // copies the shard and says kPullDone. Each byte is copied once instead of
 // twice, and the server does no copying at all. A server never changes its
 // weights while a learner is copying them (it waits for kPullDone first).
-// ASGD_SHM=0 turns this off (messages only).
+// ASGD_SHM=0 turns this off (messages only). With the windows come the
+// ranks' doorbells (ps/doorbell.hpp) for sends on the same communicator.
 struct SharedWindows {
   bool on = false;
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win weights = MPI_WIN_NULL, grads = MPI_WIN_NULL;
+  MPI_Win bells = MPI_WIN_NULL;  // one doorbell per rank (ps/doorbell.hpp); ASGD_DOORBELL=0: none
   std::vector<real_t*> weight_base;  // per server rank: its shard
   std::vector<real_t*> grad_base;    // per learner: its whole gradient
   int unwinding_ = std::uncaught_exceptions();
@@ -32,8 +35,9 @@ struct SharedWindows {
     // Freeing a window is collective: while an exception unwinds (the
     // watchdog, a failed rank) the other ranks may never get here, and
     // main() ends the job with MPI_Abort anyway.
+    set_doorbells(MPI_COMM_NULL, {}, 0);
     if (std::uncaught_exceptions() > unwinding_) return;
-    for (MPI_Win* w : {&weights, &grads})
+    for (MPI_Win* w : {&weights, &grads, &bells})
       if (*w != MPI_WIN_NULL) {
         MPI_Win_unlock_all(*w);
         MPI_Win_free(w);

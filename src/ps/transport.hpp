@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/types.hpp"
+#include "ps/doorbell.hpp"
 #include "ps/mpi_util.hpp"
 
 namespace asgd::ps {
@@ -51,6 +52,7 @@ template <class T>
 MPI_Request isend(const T& v, int dest, int tag, MPI_Comm comm) {
   MPI_Request r;
   mpi_check(MPI_Isend(&v, sizeof(T), MPI_BYTE, dest, tag, comm, &r), "Isend");
+  ring(dest, comm);
   return r;
 }
 template <class T>
@@ -62,6 +64,7 @@ MPI_Request irecv(T& v, int src, int tag, MPI_Comm comm) {
 inline MPI_Request isend_floats(const real_t* p, index_t n, int dest, int tag, MPI_Comm comm) {
   MPI_Request r;
   mpi_check(MPI_Isend(p, static_cast<int>(n), MPI_FLOAT, dest, tag, comm, &r), "Isend");
+  ring(dest, comm);
   return r;
 }
 inline MPI_Request irecv_floats(real_t* p, index_t n, int src, int tag, MPI_Comm comm) {

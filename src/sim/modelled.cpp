@@ -31,7 +31,11 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.accumulate_s_per_param = p.accumulate_s_per_param.value;
   s.update_s_per_param = p.update_s_per_param.value;
   s.per_push_s = p.per_push_s ? p.per_push_s->value : 0;
-  if (p.wake) s.wake = {p.wake->spin_s.value, p.wake->max_pause_s.value, p.wake->overshoot_s.value, true};
+  if (p.wake) {
+    s.wake = {p.wake->spin_s.value, p.wake->max_pause_s.value, p.wake->overshoot_s.value, true};
+    // doorbells ring between the ranks of one node: where they share windows
+    if (p.wake->doorbell_s && !s.duplex) s.wake.bell_s = p.wake->doorbell_s->value;
+  }
   s.inject_update_s = p.inject_update_s ? p.inject_update_s->value : 0;
   s.inject_byte_s = p.inject_byte_s ? p.inject_byte_s->value : 0;
   s.cores = p.cores ? p.cores->value : 0;
@@ -65,7 +69,9 @@ nlohmann::json describe(const Modelled& m) {
           {"update_s_per_param", s.update_s_per_param},
           {"per_push_s", s.per_push_s},
           {"wake", s.wake.on ? nlohmann::json{{"spin_s", s.wake.spin_s}, {"max_pause_s", s.wake.max_pause_s},
-                                              {"overshoot_s", s.wake.overshoot_s}}
+                                              {"overshoot_s", s.wake.overshoot_s},
+                                              {"doorbell_s", s.wake.bell_s >= 0 ? nlohmann::json(s.wake.bell_s)
+                                                                                : nlohmann::json(nullptr)}}
                              : nlohmann::json(nullptr)},
           {"inject_update_s", s.inject_update_s},
           {"inject_byte_s", s.inject_byte_s},

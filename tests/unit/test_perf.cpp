@@ -441,6 +441,24 @@ TEST(Wake, AnEventIsNoticedAtTheNextPoll) {
   }
 }
 
+// With a doorbell (ranks of one node), an event is noticed at the next poll
+// or the doorbell's wake-up after it, whichever comes first; within the spin,
+// at once as without.
+TEST(Wake, ADoorbellEndsTheWaitWhenItComesBeforeThePoll) {
+  WakeSchedule w{50e-6, 500e-6, 2e-6, true};
+  w.bell_s = 15e-6;
+  EXPECT_EQ(wake_delay(w, 30e-6), 0.0);
+  WakeSchedule no_bell = w;
+  no_bell.bell_s = -1;
+  for (double t = 51e-6; t < 0.1; t *= 1.37) {
+    const double d = wake_delay(w, t);
+    EXPECT_NEAR(d, std::min(15e-6, wake_delay(no_bell, t)), 1e-15) << t;
+  }
+  EXPECT_NEAR(wake_delay(w, 10e-3), 15e-6, 1e-15);  // deep into the 500 us pauses
+  w.on = false;
+  EXPECT_EQ(wake_delay(w, 10e-3), 0.0);
+}
+
 // A waiting rank's load: its polls' CPU over their spacing, the overshoot
 // alone while it spins, then each pause and its overshoot; it stops changing
 // once the pauses reach the longest.
@@ -724,6 +742,17 @@ TEST_F(Profiles, PerPushAndWakeReadBackAndAreChecked) {
             std::string::npos);
   EXPECT_NE(refusal(with("  spin_s: {value: 5e-05, stated: \"code\"}\n", "")).find("wake.spin_s"), std::string::npos);
   EXPECT_NE(refusal(with("wake:\n", "wake:\n  nap_s: 3\n")).find("wake.nap_s"), std::string::npos);
+  EXPECT_FALSE(p.wake->doorbell_s);
+  // a doorbell's wake-up: optional, read back, checked like the others
+  const std::string bell = extra + "  doorbell_s: {value: 1.2e-05, measured: \"rings\"}\n";
+  const Profile b = read_profile(write("b.yaml", valid() + bell));
+  ASSERT_TRUE(b.wake && b.wake->doorbell_s);
+  EXPECT_DOUBLE_EQ(b.wake->doorbell_s->value, 1.2e-5);
+  EXPECT_EQ(b.wake->doorbell_s->source, "measured");
+  EXPECT_EQ(profile_yaml(read_profile(write("b2.yaml", profile_yaml(b)))), profile_yaml(b));
+  std::string neg = valid() + bell;
+  neg.replace(neg.find("value: 1.2e-05"), 14, "value: -3");
+  EXPECT_NE(refusal(neg).find("wake.doorbell_s.value"), std::string::npos);
 }
 
 TEST_F(Profiles, EachBadFigureNamesTheFileAndKey) {

@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "io/results.hpp"
 #include "ps/session.hpp"
+#include "sim/modelled.hpp"
 #include "sim/virtual.hpp"
 #include "virtual_config.hpp"
 
@@ -151,6 +152,46 @@ TEST_P(Virtual, ProfileRunsAreModelledDeterministicAndServerBound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, Virtual, ::testing::Values("hardsync", "softsync", "nsync"));
+
+// A profile's doorbell wake-up reaches the model where the ranks share a node
+// (shared windows), not where they exchange messages across nodes.
+TEST(Modelled, ADoorbellCountsOnlyWhereTheRanksShareANode) {
+  const fs::path dir = fs::temp_directory_path() / ("asgd-modelled-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto profile = [&](const std::string& exchange, bool bell) {
+    const auto path = dir / (exchange + (bell ? "-bell" : "") + ".yaml");
+    std::ofstream(path) << "name: p\ncompute:\n"
+                        << "  - model: mlp\n    batch: 8\n    seconds: {value: 0.01, assumed: \"t\"}\n"
+                        << "    cv: {value: 0.1, assumed: \"t\"}\nlink:\n"
+                        << "  learner: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
+                        << "  server: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
+                        << (exchange.empty() ? "" : "  exchange: {value: " + exchange + ", measured: \"t\"}\n")
+                        << "server:\n  accumulate_s_per_param: {value: 1e-10, assumed: \"t\"}\n"
+                        << "  update_s_per_param: {value: 1e-10, assumed: \"t\"}\n"
+                        << "wake:\n  spin_s: {value: 5e-05, stated: \"t\"}\n  max_pause_s: {value: 0.0005, stated: \"t\"}\n"
+                        << "  overshoot_s: {value: 6e-05, measured: \"t\"}\n"
+                        << (bell ? "  doorbell_s: {value: 2e-05, measured: \"t\"}\n" : "");
+    return path.string();
+  };
+  TrainConfig c;
+  c.model = "mlp";
+  c.batch = 8;
+  c.learners = 2;
+  c.protocol = "softsync";
+  c.softsync_n = 2;
+  c.timing = "normal";
+  auto bell_of = [&](const std::string& exchange, bool bell) {
+    c.profile = profile(exchange, bell);
+    const asgd::sim::Modelled m = asgd::sim::modelled(c, 1000, 1e3, 1, 0);
+    EXPECT_EQ(asgd::sim::describe(m)["wake"]["doorbell_s"].is_null(), m.spec.wake.bell_s < 0);
+    return m.spec.wake.bell_s;
+  };
+  EXPECT_DOUBLE_EQ(bell_of("", true), 2e-5);  // no exchange given: one node's shared windows
+  EXPECT_DOUBLE_EQ(bell_of("shared-windows", true), 2e-5);
+  EXPECT_LT(bell_of("messages", true), 0.0);
+  EXPECT_LT(bell_of("", false), 0.0);
+  fs::remove_all(dir);
+}
 
 TEST(EvalSchedule, DueWhenTheEpochCrossesAMultiple) {
   asgd::ps::EvalSchedule e(0.5, 0);
