@@ -124,6 +124,12 @@ SECTIONS = [
                                 "grep -E '^(CPU|asgd|rounds|==|  planted)' {w}/gate-plants/summary.txt"],
             what="the gate against planted slowdowns of other kinds: the same code built -O1, OpenBLAS's "
                  "kernel forced to Haswell's, a lighter CPU hog", per_cpu=True),
+    Section("gate-sensitivity", 48, ["tools/ci/measure.sh {w}/gate-sensitivity --asgd {b}/asgd --pairs 0 --rounds 5 "
+                                     + " ".join(["--plant '--candidate-hog 2:0.1'"] * 10)
+                                     + " > {w}/gate-sensitivity.log && "
+                                     "grep -E '^(CPU|asgd|rounds|==|  planted)' {w}/gate-sensitivity/summary.txt"],
+            what="the gate's sensitivity: ten tries of a slowdown near its threshold (a CPU hog of 10% duty "
+                 "on each core while the candidate runs)", per_cpu=True),
     Section("gpu", 8, ["tools/gpu-check.sh --out {w}/gpu --steps 50"], needs=["gpu"], start=r"^== gpu-bench ==$",
             what="GPU learners: the GPU tests, steps against cuBLAS SGEMM, lenet against a CPU learner, staging"),
     Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b} --work {w}",

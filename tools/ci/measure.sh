@@ -11,12 +11,14 @@
 #    'taskset -c 0'", "--candidate-asgd PATH" for another build such as an
 #    -O1 one, "--candidate-env OPENBLAS_CORETYPE=Haswell --gate-args
 #    --across-machines"; a plant's --gate-args also go to its verdicts below).
+#    A plant given K times is K tries of it (how often the gate catches it).
 # 3. Tally, from the stored outputs (asgd compare is re-run; no measuring):
 #    per gate setting (--threshold 0.05 / 0.10 / 0.15, --alpha 0.05), how many
 #    same-commit pairs were flagged (interleaved: pair K's baseline against its
 #    candidate; stored baseline: pair K's candidate against pair K-1's
 #    baseline, measured minutes earlier and not interleaved), and the planted
-#    pairs' verdicts; then `asgd history --by-input` over every same-commit
+#    pairs' verdicts (each training row's change where none is flagged), and
+#    per repeated plant the tries flagged; then `asgd history --by-input` over every same-commit
 #    side in time order (steps found: goal none). Writes OUT/summary.txt.
 #
 # Existing OUT/pair-K and OUT/plant-K folders with a gate.txt are kept (a
@@ -78,11 +80,23 @@ for line in sys.stdin:
         out.append(line[:cols[0]].strip() + " " + line[cols[1]:cols[2]].strip())
 print("; ".join(out))
 '
+# Every training row's change, flagged or not: "learners=1 -0.9%, learners=2 -10.3%".
+training_py='
+import sys
+out, cols = [], None
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if line.startswith("figure "):
+        cols = [line.index(h) for h in ("baseline", "change %", "p-value")]
+    elif cols and ": samples/s" in line[:cols[0]]:
+        out.append(line[:cols[0]].split(":")[0].strip() + " " + line[cols[1]:cols[2]].strip())
+print(", ".join(out))
+'
 verdict() {  # BASE CAND ARGS...: "no regression" / "REGRESSION: figures" / "refused"
   local rc=0 txt
   txt=$("$here/bench.sh" gate "$1" "$2" --asgd "$asgd" "${@:3}" 2>&1) || rc=$?
   case $rc in
-    0) echo "ok" ;;
+    0) echo "ok (training: $("${PY:-/usr/bin/python3}" -c "$training_py" <<< "$txt"))" ;;
     1) echo "REGRESSION: $("${PY:-/usr/bin/python3}" -c "$flagged_py" <<< "$txt")" ;;
     *) echo "refused/failed (exit $rc): $(grep -m1 'asgd: error' <<< "$txt" || true)" ;;
   esac
@@ -101,19 +115,21 @@ verdict() {  # BASE CAND ARGS...: "no regression" / "REGRESSION: figures" / "ref
     prev=""
     for d in "${pairdirs[@]}"; do
       v=$(verdict "$d/baseline" "$d/candidate" "${a[@]}")
-      [[ $v == ok ]] || flagged=$((flagged + 1))
+      [[ $v == ok* ]] || flagged=$((flagged + 1))
       echo "  $(basename "$d") interleaved: $v"
       if [[ -n $prev ]]; then
         s=$(verdict "$prev/baseline" "$d/candidate" "${a[@]}")
         stored_n=$((stored_n + 1))
-        [[ $s == ok ]] || stored_flagged=$((stored_flagged + 1))
+        [[ $s == ok* ]] || stored_flagged=$((stored_flagged + 1))
         echo "  $(basename "$d") vs stored $(basename "$prev") baseline: $s"
       fi
       prev=$d
     done
     echo "  same commit, interleaved: $flagged of ${#pairdirs[@]} pairs flagged"
     echo "  same commit, stored baseline (previous pair's): $stored_flagged of $stored_n flagged"
-    for p in "$out"/plant-*; do
+    declare -A tries=() caught=()
+    mapfile -t plantdirs < <(ls -d "$out"/plant-* 2>/dev/null | sort -t- -k2,2n)
+    for p in "${plantdirs[@]}"; do
       [[ -d $p ]] || continue
       # a plant's own --gate-args (e.g. --across-machines for a forced BLAS
       # kernel) go to its verdicts too
@@ -123,8 +139,17 @@ verdict() {  # BASE CAND ARGS...: "no regression" / "REGRESSION: figures" / "ref
         # shellcheck disable=SC2154  # popts is set by eval
         [[ ${popts[i]} == --gate-args ]] && read -r -a extra <<< "${popts[i + 1]:-}"
       done
-      echo "  planted [$(cat "$p/plant.txt")]: $(verdict "$p/baseline" "$p/candidate" "${a[@]}" "${extra[@]}")"
+      v=$(verdict "$p/baseline" "$p/candidate" "${a[@]}" "${extra[@]}")
+      echo "  planted [$(cat "$p/plant.txt")]: $v"
+      k=$(cat "$p/plant.txt")
+      tries[$k]=$(( ${tries[$k]:-0} + 1 ))
+      [[ $v == REGRESSION* ]] && caught[$k]=$(( ${caught[$k]:-0} + 1 ))
     done
+    # a plant given more than once: how often the gate caught it
+    for k in "${!tries[@]}"; do
+      (( ${tries[$k]} > 1 )) && echo "  planted [$k]: flagged in ${caught[$k]:-0} of ${tries[$k]} tries"
+    done
+    unset tries caught
   done
   echo
   echo "== asgd history --by-input over the same-commit sides in time order"
