@@ -257,6 +257,9 @@ int cmd_calibrate(const CalibrateOptions& o) {
   for (std::size_t i = 0; i < o.batches.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (o.batches[i] == o.batches[j]) throw Error(fmt::format("--batch: {} is given twice", o.batches[i]));
+  // the wait policy and the switches it measures under: a bad value is said before any measuring
+  (void)ps::event_wait_schedule();
+  for (const char* name : {"ASGD_DOORBELL", "ASGD_SHM"}) (void)ps::env_switch(name);
   const auto t0 = Clock::now();
   perf::Profile p;
   const RunInfo info = collect_run_info();

@@ -6,14 +6,10 @@
 
 #include <atomic>
 #include <climits>
-#include <cstdlib>
 #include <ctime>
-#include <string>
 #include <utility>
 
-#include <fmt/format.h>
-
-#include "common/error.hpp"
+#include "ps/mpi_util.hpp"
 
 namespace asgd::ps {
 namespace {
@@ -32,13 +28,7 @@ long futex(const std::uint32_t* word, int op, std::uint32_t val, const timespec*
 
 }  // namespace
 
-bool doorbells_wanted() {
-  const char* env = std::getenv("ASGD_DOORBELL");
-  const std::string v = env == nullptr ? "" : env;
-  if (v.empty() || v == "1") return true;
-  if (v == "0") return false;
-  throw Error(fmt::format("ASGD_DOORBELL='{}': want 1 (doorbells, the default) or 0 (none)", v));
-}
+bool doorbells_wanted() { return env_switch("ASGD_DOORBELL"); }
 
 void set_doorbells(MPI_Comm comm, std::vector<std::uint32_t*> bells, int self) {
   if (comm == MPI_COMM_NULL || bells.empty() || self < 0 || self >= static_cast<int>(bells.size())) {

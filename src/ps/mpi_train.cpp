@@ -184,7 +184,7 @@ void serve(Server& srv, bool writer, const Write& write, TrainOutcome& out) {
 TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptions& opt) {
   Comm comm(parent);
   check_shape(cfg, comm);
-  check_injection();  // a bad ASGD_INJECT_*, ASGD_WAIT or ASGD_DOORBELL stops the run before any work; every rank finds it
+  check_injection();  // a bad ASGD_INJECT_*, ASGD_WAIT or switch stops the run before any work; every rank finds it
   const bool no_servers = !UpdateRule(cfg).uses_servers();
   const int S = no_servers ? 0 : cfg.servers, L = cfg.learners;
   const bool server = comm.rank() < S;

@@ -154,7 +154,7 @@ void check_injection() {
     (void)injection();
     (void)injected_server_costs();
     (void)wait_policy();
-    (void)doorbells_wanted();
+    for (const char* name : {"ASGD_DOORBELL", "ASGD_SHM", "ASGD_CUDA_AWARE"}) (void)env_switch(name);
   } catch (const Error& e) {
     throw CollectiveError(e.what());
   }
@@ -275,8 +275,16 @@ std::string mpi_library_version() {
   return s;
 }
 
+bool env_switch(const char* name) {
+  const char* env = std::getenv(name);
+  const std::string v = env == nullptr ? "" : env;
+  if (v.empty() || v == "1") return true;
+  if (v == "0") return false;
+  throw Error(fmt::format("{}='{}': want 1 (on, the default) or 0 (off)", name, v));
+}
+
 bool mpi_cuda_aware() {
-  if (const char* env = std::getenv("ASGD_CUDA_AWARE"); env && std::string(env) == "0") return false;
+  if (!env_switch("ASGD_CUDA_AWARE")) return false;
 #if defined(MPIX_GPU_SUPPORT_CUDA)
   int yes = 0;
   return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes != 0;

@@ -97,7 +97,11 @@ struct ServerCosts {
   double update_s = 0, byte_s = 0;
 };
 const ServerCosts& injected_server_costs();
-// Parses ASGD_INJECT_DELAY, ASGD_INJECT_STALL, ASGD_INJECT_SERVER, ASGD_WAIT and ASGD_DOORBELL now:
+// An on/off environment switch: unset, empty or 1: on; 0: off; any other
+// value: asgd::Error naming the variable and the value.
+bool env_switch(const char* name);
+// Parses ASGD_INJECT_DELAY, ASGD_INJECT_STALL, ASGD_INJECT_SERVER, ASGD_WAIT and
+// the switches ASGD_DOORBELL, ASGD_SHM and ASGD_CUDA_AWARE now:
 // CollectiveError (every rank finds the same problem) when one is bad.
 void check_injection();
 // Sleeps s seconds (no-op for s <= 0).

@@ -1,8 +1,6 @@
 #include "ps/shm_windows.hpp"
 
-#include <cstdlib>
 #include <cstdint>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,8 +42,7 @@ void open_shared_windows(SharedWindows& shm, const Comm& comm, bool server, inde
             "Comm_split_type");
   int node_size = 0;
   mpi_check(MPI_Comm_size(shm.node, &node_size), "Comm_size");
-  const char* env = std::getenv("ASGD_SHM");
-  int want = (node_size == comm.size() && !(env && std::string(env) == "0")) ? 1 : 0;
+  int want = (node_size == comm.size() && env_switch("ASGD_SHM")) ? 1 : 0;
   int everyone = 0;
   mpi_check(MPI_Allreduce(&want, &everyone, 1, MPI_INT, MPI_MIN, comm.get()), "Allreduce");
   if (!everyone) return;

@@ -231,6 +231,11 @@ expect_error "calibrate: bad batch" "batch" -- "$asgd" calibrate --batch 0 --out
 expect_error "calibrate: unwritable --out" "--out /proc/x/p.yaml: cannot write in /proc/x" -- \
   "$asgd" calibrate --out /proc/x/p.yaml
 expect_error "calibrate: --out a folder" "is a folder" -- "$asgd" calibrate --out "$work"
+# the wait it measures under, set wrong: said before any measuring, nothing written
+expect_error "calibrate: bad ASGD_DOORBELL" "ASGD_DOORBELL='2': want 1" -- \
+  env ASGD_DOORBELL=2 "$asgd" calibrate --models mlp --out "$work/p.yaml"
+expect_error "calibrate: bad ASGD_WAIT" "ASGD_WAIT='nap'" -- env ASGD_WAIT=nap "$asgd" calibrate --models mlp --out "$work/p.yaml"
+[[ -e $work/p.yaml ]] && fail "calibrate wrote $work/p.yaml after a bad environment"
 expect_error "ASGD_INJECT_SERVER malformed" "ASGD_INJECT_SERVER='x': want UPDATE_S:BYTE_S" -- \
   env ASGD_INJECT_SERVER=x mpiexec -n 2 "$asgd" train "${syn[@]}" --learners 1 --servers 1
 

@@ -95,7 +95,9 @@ TEST(Doorbell, TheEnvironmentTurnsThemOff) {
     (void)asgd::ps::doorbells_wanted();
     ADD_FAILURE() << "ASGD_DOORBELL=no was taken";
   } catch (const asgd::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ASGD_DOORBELL='no'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ASGD_DOORBELL='no': want 1 (on, the default) or 0 (off)"),
+              std::string::npos)
+        << e.what();
   }
   unsetenv("ASGD_DOORBELL");
 }
