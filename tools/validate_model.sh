@@ -6,7 +6,7 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s | -w] [-h]
+Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s | -w] [-1] [-h]
 
   -o OUT   working folder (default /tmp/asgd-validate-model); results, profiles,
            logs and the table (OUT/table.md) go there
@@ -14,6 +14,10 @@ Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s | -w] [-h]
   -q       quick: lenet only, L = 2, S = 1 and 2 (no server-bound runs)
   -s       the server-bound runs only
   -w       the short-step and oversubscribed runs only (below)
+  -1       calibrate once, at the start, as a user with one profile would; by default
+           each configuration is calibrated again right before its real runs
+           (OUT/profiles/row-K.yaml), so a drift of the machine's speed over the
+           study's minutes is not charged to the model
   -h       this help
 
 Runs, for lenet (3.3M parameters) and cifar10-18pct (90k): L = 1, 2 learners,
@@ -37,14 +41,16 @@ out=/tmp/asgd-validate-model
 quick=0
 server_only=0
 wide_only=0
+once=0
 repeats=3
-while getopts ":o:r:qswh" opt; do
+while getopts ":o:r:qsw1h" opt; do
   case "$opt" in
     o) out="$OPTARG" ;;
     r) repeats="$OPTARG"; [[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "validate_model.sh: -r wants 1..99" >&2; exit 2; } ;;
     q) quick=1 ;;
     s) server_only=1 ;;
     w) wide_only=1 ;;
+    1) once=1 ;;
     h) usage; exit 0 ;;
     *) echo "validate_model.sh: bad option -$OPTARG (see -h)" >&2; exit 2 ;;
   esac
@@ -63,7 +69,13 @@ rm -rf "$out/results"
 pairs="$out/pairs.tsv"
 : > "$pairs"
 
+calibrate() {  # OUT.yaml [calibrate options]: this machine now, the figures every row uses
+  "$asgd" calibrate --out "$1" --models lenet,cifar10-18pct,mlp --batch 64,8 "${@:2}" >"$out/calibrate.log" 2>&1 \
+    || { cat "$out/calibrate.log" >&2; exit 1; }
+}
+
 # one configuration: real, then virtual; LABEL INJECT(U:B) PROFILE args...
+rows=0
 run_pair() {
   local label="$1" inject="$2" profile="$3"
   shift 3
@@ -71,27 +83,32 @@ run_pair() {
   L=$(sed -n 's/.*--learners \([0-9]*\).*/\1/p' <<<"$*")
   S=$(sed -n 's/.*--servers \([0-9]*\).*/\1/p' <<<"$*")
   echo "== $label" >&2
+  rows=$((rows + 1))
+  if [[ $once == 0 && -z $inject ]]; then  # the injected rows' profiles are calibrated just before them
+    profile="$out/profiles/row-$rows.yaml"
+    calibrate "$profile"
+  fi
   # injected costs are not in the config: the suite name keeps those runs apart
   local tag="${inject:+-inject-${inject//[:.]/_}}"
-  "$asgd" train "$@" --virtual --timing normal --profile "$profile" --results "$out/results" --suite "virtual$tag" -q \
-    >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
-  local line r
-  line="$label	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)"
+  local reals="" r
   for r in $(seq "$repeats"); do
     ASGD_INJECT_SERVER="$inject" "$mpiexec" -n $((L + S)) "$asgd" train "$@" --results "$out/results" \
       --suite "real$r$tag" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
-    line="$line	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)"
+    reals="$reals	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)"
   done
-  printf '%s\n' "$line" >>"$pairs"
+  "$asgd" train "$@" --virtual --timing normal --profile "$profile" --results "$out/results" --suite "virtual$tag" -q \
+    >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
+  printf '%s\t%s%s\n' "$label" "$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)" "$reals" >>"$pairs"
 }
 
 common=(--eval-every 100 --seed 7)
 models=(lenet cifar10-18pct)
 learners=(1 2)
 [[ $quick == 1 ]] && { models=(lenet); learners=(2); }
+rm -rf "$out/profiles"
+mkdir -p "$out/profiles"
 echo "calibrating ($asgd calibrate)" >&2
-"$asgd" calibrate --out "$out/profile.yaml" --models lenet,cifar10-18pct,mlp --batch 64,8 >"$out/calibrate.log" 2>&1 \
-  || { cat "$out/calibrate.log" >&2; exit 1; }
+calibrate "$out/profile.yaml"
 [[ $server_only == 1 || $wide_only == 1 ]] && models=()
 for m in "${models[@]}"; do
   for L in "${learners[@]}"; do
