@@ -68,36 +68,29 @@ for ((k = 1; k <= ${#plants[@]}; ++k)); do
   tail -1 "$d.log"
 done
 
-# The flagged rows of asgd compare tables: "figure change" (columns by the header's offsets).
-flagged_py='
+# Rows of asgd compare tables (columns by the header's offsets). Argument
+# "flagged": the flagged rows, "figure change; ..."; "training": every
+# training row, flagged or not, "learners=1 -0.9%, learners=2 -10.3%".
+rows_py='
 import sys
+flagged = sys.argv[1] == "flagged"
 out, cols = [], None
 for line in sys.stdin:
     line = line.rstrip("\n")
     if line.startswith("figure "):
         cols = [line.index(h) for h in ("baseline", "change %", "p-value")]
-    elif cols and line.endswith("REGRESSION"):
+    elif cols and flagged and line.endswith("REGRESSION"):
         out.append(line[:cols[0]].strip() + " " + line[cols[1]:cols[2]].strip())
-print("; ".join(out))
-'
-# Every training row's change, flagged or not: "learners=1 -0.9%, learners=2 -10.3%".
-training_py='
-import sys
-out, cols = [], None
-for line in sys.stdin:
-    line = line.rstrip("\n")
-    if line.startswith("figure "):
-        cols = [line.index(h) for h in ("baseline", "change %", "p-value")]
-    elif cols and ": samples/s" in line[:cols[0]]:
+    elif cols and not flagged and ": samples/s" in line[:cols[0]]:
         out.append(line[:cols[0]].split(":")[0].strip() + " " + line[cols[1]:cols[2]].strip())
-print(", ".join(out))
+print(("; " if flagged else ", ").join(out))
 '
 verdict() {  # BASE CAND ARGS...: "no regression" / "REGRESSION: figures" / "refused"
   local rc=0 txt
   txt=$("$here/bench.sh" gate "$1" "$2" --asgd "$asgd" "${@:3}" 2>&1) || rc=$?
   case $rc in
-    0) echo "ok (training: $("${PY:-/usr/bin/python3}" -c "$training_py" <<< "$txt"))" ;;
-    1) echo "REGRESSION: $("${PY:-/usr/bin/python3}" -c "$flagged_py" <<< "$txt")" ;;
+    0) echo "ok (training: $("${PY:-/usr/bin/python3}" -c "$rows_py" training <<< "$txt"))" ;;
+    1) echo "REGRESSION: $("${PY:-/usr/bin/python3}" -c "$rows_py" flagged <<< "$txt")" ;;
     *) echo "refused/failed (exit $rc): $(grep -m1 'asgd: error' <<< "$txt" || true)" ;;
   esac
 }
