@@ -4,7 +4,9 @@
 #   tools/bench_scaling.sh [-r ROUNDS] [-w "POLICIES"] [GRADIENTS]
 #   -r ROUNDS    interleaved rounds (default 5)
 #   -w POLICIES  ASGD_WAIT policies to compare, each run in every round (default "yield spin");
-#                POLICY-nobell runs POLICY with the doorbells off (ASGD_DOORBELL=0)
+#                POLICY-nobell runs POLICY with the doorbells off (ASGD_DOORBELL=0), POLICY-copy
+#                with learners that copy the weights out of the servers' windows (ASGD_IN_PLACE=0),
+#                POLICY-nobell-copy both
 #   GRADIENTS    gradients per run (default 200)
 # Each round runs, one after the other: one single process, two single processes at once
 # (what the machine allows at best), and for each policy 1 server + 1 learner, 2 learners
@@ -14,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asgd=${ASGD:-build/default/asgd}
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 rounds=5 policies="yield spin"
 while getopts ":r:w:h" opt; do
   case $opt in
@@ -31,8 +33,8 @@ grads=${1:-200}
 [[ $grads =~ ^[1-9][0-9]{0,6}$ ]] || { echo "bench_scaling.sh: GRADIENTS '$grads': a count 1..9999999" >&2; exit 2; }
 [[ $rounds =~ ^[1-9][0-9]?$ ]] || { echo "bench_scaling.sh: -r '$rounds': a count 1..99" >&2; exit 2; }
 for p in $policies; do
-  [[ $p =~ ^(yield|spin|sleep)(-nobell)?$ ]] ||
-    { echo "bench_scaling.sh: -w '$p': want yield, spin or sleep, each with -nobell or not" >&2; exit 2; }
+  [[ $p =~ ^(yield|spin|sleep)(-nobell)?(-copy)?$ ]] ||
+    { echo "bench_scaling.sh: -w '$p': want yield, spin or sleep, each with -nobell, -copy, -nobell-copy or neither" >&2; exit 2; }
 done
 [[ -n ${policies// /} ]] || { echo "bench_scaling.sh: -w: no policy given" >&2; exit 2; }
 [[ -x $asgd ]] || { echo "bench_scaling.sh: $asgd not built (cmake --preset default && cmake --build --preset default)" >&2; exit 1; }
@@ -44,9 +46,10 @@ common=(--model lenet --dataset fashion-mnist --batch 64 --threads 1 --eval-ever
 mpi() {  # ID POLICY RANKS ARGS...
   local id=$1 policy=$2 n=$3
   shift 3
-  local bell=1
+  local bell=1 in_place=1
+  [[ $policy == *-copy ]] && { in_place=0; policy=${policy%-copy}; }
   [[ $policy == *-nobell ]] && { bell=0; policy=${policy%-nobell}; }
-  ASGD_WAIT=$policy ASGD_DOORBELL=$bell mpiexec -n "$n" "$asgd" train "${common[@]}" "$@" --run-id "$id" >/dev/null
+  ASGD_WAIT=$policy ASGD_DOORBELL=$bell ASGD_IN_PLACE=$in_place mpiexec -n "$n" "$asgd" train "${common[@]}" "$@" --run-id "$id" >/dev/null
 }
 start=$(date +%s)
 for ((r = 1; r <= rounds; r++)); do

@@ -39,6 +39,10 @@ class CpuEngine final : public Engine {
   real_t* params() override { return model_.params().data(); }
   real_t* grads() override { return model_.grads().data(); }
   void use_grad_memory(real_t* memory) override { model_.use_grad_memory(memory); }
+  bool read_params_from(real_t* memory) override {
+    model_.use_param_memory(memory);
+    return true;
+  }
   void params_changed() override {}
   void params_to_host() override { Kokkos::fence(); }
   void grads_ready() override {}

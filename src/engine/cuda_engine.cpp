@@ -39,6 +39,7 @@ class CudaEngine final : public Engine {
   real_t* params() override { return host_.params().data(); }
   real_t* grads() override { return host_.grads().data(); }
   void use_grad_memory(real_t* memory) override { host_.use_grad_memory(memory); }
+  bool read_params_from(real_t*) override { return false; }  // the device holds its own copy
   void params_changed() override {
     if (!direct_) net_.set_params(params());
   }

@@ -46,6 +46,13 @@ class Engine {
   // Keeps the gradient in `memory` (n_params() floats, e.g. a shared-memory
   // window the servers read) instead of the engine's own host buffer.
   virtual void use_grad_memory(real_t* memory) = 0;
+  // Reads the weights from `memory` (n_params() host floats that nothing
+  // changes while this engine computes: the servers' shared windows, where the
+  // protocol allows it) instead of copying them into params(); nullptr: back
+  // to the engine's own buffer, which first takes what memory holds. Returns
+  // whether the engine reads there (an engine with device memory does not:
+  // it stages the weights to the device as before).
+  virtual bool read_params_from(real_t* memory) = 0;
   // params() was written on the host (a pull, a checkpoint): the device takes it.
   virtual void params_changed() = 0;
   // Before params() is read on the host (checkpoint, final weights).

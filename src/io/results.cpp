@@ -165,6 +165,7 @@ void write_run_result(const Loc& loc, const RunResult& r) {
   write_attr(loc, "protocol", r.protocol);
   write_attr(loc, "timing_model", r.timing_model_json);
   if (!r.transport.empty()) write_attr(loc, "transport", r.transport);
+  if (!r.weights.empty()) write_attr(loc, "weights", r.weights);
   write_attr(loc, "machine", r.machine_json);
   write_attr(loc, "train_started", r.train_started);
   write_attr(loc, "train_finished", r.train_finished);
@@ -185,18 +186,14 @@ void write_run_result(const Loc& loc, const RunResult& r) {
 }
 
 RunResult read_run_result(const Loc& loc) {
-  if (!has_attribute(loc, "schema_version")) {
+  if (!has_attribute(loc, "schema_version"))
     throw Error(where(loc) + "not an asgd results file (no schema_version attribute)");
-  }
   RunResult r;
   r.schema_version = read_attr_i32(loc, "schema_version");
-  if (r.schema_version > kResultsSchemaVersion) {
+  if (r.schema_version > kResultsSchemaVersion)
     throw Error(where(loc) + "schema version " + std::to_string(r.schema_version) +
                 " is newer than this build (" + std::to_string(kResultsSchemaVersion) + ")");
-  }
-  if (r.schema_version < 1) {
-    throw Error(where(loc) + "invalid schema version " + std::to_string(r.schema_version));
-  }
+  if (r.schema_version < 1) throw Error(where(loc) + "invalid schema version " + std::to_string(r.schema_version));
   r.run_id = read_attr_str(loc, "run_id");
   r.suite = read_attr_str(loc, "suite");
   r.config_json = read_attr_str(loc, "config");
@@ -220,6 +217,7 @@ RunResult read_run_result(const Loc& loc) {
   r.timing_model_json = read_attr_str(loc, "timing_model");
   // written since the transport is recorded; older files have none
   if (has_attribute(loc, "transport")) r.transport = read_attr_str(loc, "transport");
+  if (has_attribute(loc, "weights")) r.weights = read_attr_str(loc, "weights");
   // written since the machine record; older files have neither
   if (has_attribute(loc, "machine")) r.machine_json = read_attr_str(loc, "machine");
   if (has_attribute(loc, "train_started")) r.train_started = read_attr_f64(loc, "train_started");
@@ -380,6 +378,8 @@ void summary_problems(const RunResult& r, Problems& p) {
   need(r.transport.empty() || r.transport == "shared-memory" || r.transport == "messages" ||
            r.transport == "allreduce" || r.transport == "none",
        "transport \"" + h5::shown(r.transport) + "\" is not shared-memory, messages, allreduce or none");
+  need(r.weights.empty() || (r.transport == "shared-memory" && (r.weights == "in-place" || r.weights == "copied")),
+       "weights \"" + h5::shown(r.weights) + "\" is not in-place or copied with transport shared-memory");
   const Summary& s = r.summary;
   need(fraction_ok(s.target_error), "/summary target_error " + fmt_d(s.target_error) + " is not in [0, 1]");
   need(std::isnan(s.time_to_target_s) || time_ok(s.time_to_target_s),

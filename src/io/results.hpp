@@ -84,6 +84,10 @@ struct RunResult {
   // node), "messages" (MPI across nodes, or ASGD_SHM=0), "none" (single and
   // virtual runs, one process); "" in files written before (not written).
   std::string transport;
+  // With "shared-memory": how learners took the servers' weights, "in-place"
+  // (read in the servers' windows: one learner, or hardsync) or "copied" (out
+  // of the windows at each reply); "" otherwise and in older files (not written).
+  std::string weights;
   // The machine the run trained on (common/runinfo.hpp machine_json: CPU model
   // and flags, cores and threads used, memory, BLAS and its kernel, Kokkos
   // backend, MPI, GPU, nodes, load at start); "{}" in files written before.

@@ -46,14 +46,13 @@ void Model::finalize(index_t max_batch) {
   n_params_ = 0;
   for (const auto& l : layers_) n_params_ += l->n_params();
   spec_.n_params = n_params_;
-  params_ = View("asgd::params", n_params_);
+  params_ = own_params_ = View("asgd::params", n_params_);
   grads_ = View("asgd::grads", n_params_);
   detail::skip_input_gradient(*layers_.front());
-  index_t off = 0, widest = input_shape().size();
+  index_t widest = input_shape().size();
   acts_.clear();
+  bind_layers();
   for (auto& l : layers_) {
-    l->bind(slice(params_, off, l->n_params()), slice(grads_, off, l->n_params()));
-    off += l->n_params();
     l->reserve(max_batch);
     acts_.emplace_back("asgd::activation", max_batch * l->out_shape().size());
     widest = std::max(widest, l->out_shape().size());
@@ -63,13 +62,27 @@ void Model::finalize(index_t max_batch) {
   dlogits_ = View("asgd::dlogits", max_batch * classes());
 }
 
-void Model::use_grad_memory(real_t* memory) {
-  grads_ = View(memory, n_params_);
+void Model::bind_layers() {
   index_t off = 0;
   for (auto& l : layers_) {
     l->bind(slice(params_, off, l->n_params()), slice(grads_, off, l->n_params()));
     off += l->n_params();
   }
+}
+
+void Model::use_grad_memory(real_t* memory) {
+  grads_ = View(memory, n_params_);
+  bind_layers();
+}
+
+void Model::use_param_memory(real_t* memory) {
+  if (memory != nullptr) {
+    params_ = View(memory, n_params_);
+  } else {
+    if (params_.data() != own_params_.data()) Kokkos::deep_copy(own_params_, params_);
+    params_ = own_params_;
+  }
+  bind_layers();
 }
 
 void Model::init(std::uint64_t seed) {

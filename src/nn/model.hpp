@@ -93,6 +93,11 @@ class Model {
   // Keeps the gradient in `memory` (n_params() floats, e.g. a shared-memory
   // window a parameter server reads) instead of the model's own buffer.
   void use_grad_memory(real_t* memory);
+  // Reads the weights from `memory` (n_params() floats that nothing changes
+  // while this model computes, e.g. the servers' shared-memory windows)
+  // instead of the model's own buffer; nullptr: back to its own buffer, which
+  // first takes the weights that memory holds.
+  void use_param_memory(real_t* memory);
 
   // Deterministic initialisation from seed, written to params().
   void init(std::uint64_t seed);
@@ -111,10 +116,13 @@ class Model {
   std::string summary() const;
 
  private:
+  void bind_layers();  // each layer's slice of params_ and grads_
+
   ModelSpec spec_;  // as built (n_params once finalized)
   std::vector<std::unique_ptr<Layer>> layers_;
   index_t n_params_ = 0, max_batch_ = 0;
   View params_, grads_;
+  View own_params_;             // the model's own weights (params_ unless use_param_memory)
   std::vector<View> acts_;      // output of each layer
   View grad_a_, grad_b_;        // ping-pong activation gradients
   View dlogits_;

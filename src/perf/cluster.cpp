@@ -208,7 +208,8 @@ void Cluster::send_replies(int k, int l) {
       serve(k);
     return;
   }
-  for (int q : s.reply_to) transfer(q, k, bytes(k), Tag{Kind::reply, q, k}, false);
+  const double copy = spec_.replies_in_place ? 0.0 : bytes(k);
+  for (int q : s.reply_to) transfer(q, k, copy, Tag{Kind::reply, q, k}, false);
 }
 
 // Learner l has shard k's reply. Over a duplex link the shard went on when

@@ -79,6 +79,9 @@ struct ClusterSpec {
   double cycle_cpu_s = 0;        // CPU seconds a learner adds to each cycle's draw (nsync's local updates)
   double stage_s = 0;  // GPU learners: host staging per cycle (both ways)
   bool duplex = false;  // network links (see above); false: shared windows
+  // Shared windows: the learners read the weights in the shards' windows
+  // (ps::UpdateRule::weights_read_in_place): a reply is a header, no copy.
+  bool replies_in_place = false;
   // Network links: the bytes a sender's send buffers hold. A shard's send is
   // done (it sends the next reply, or takes the next push) when all but
   // these bytes of a reply have left; the rest still flows to the learner.

@@ -38,7 +38,11 @@ class Learner {
     // a server has consumed the last gradient before it replies.)
     if (shm_.on) eng_.use_grad_memory(shm_.grad_base[static_cast<std::size_t>(l_)]);
     eng_.pin_host_buffers();  // page-locked staging buffers copy at full DMA speed
+    // Where no shard changes its weights while this learner computes, the
+    // learner reads them in the shards' windows: a reply is then no copy.
+    if (real_t* w = weights_in_place(shm_, cfg_, eng_.n_params())) in_place_ = eng_.read_params_from(w);
     if (!stop) cycles();
+    if (in_place_) eng_.read_params_from(nullptr);  // the windows go before the engine
     totals_.stage_s = eng_.staging_s();
     std::vector<MPI_Request> r;
     for (int s = 0; s < S_; ++s) r.push_back(isend(totals_, s, kBye, comm_.get()));
@@ -158,8 +162,9 @@ class Learner {
         const auto c0 = Clock::now();
         inject_delay();
         MPI_Win_sync(shm_.weights);
-        std::memcpy(params + shards_[s].offset, shm_.weight_base[static_cast<std::size_t>(s)],
-                    static_cast<std::size_t>(shards_[s].len) * sizeof(real_t));
+        if (!in_place_)
+          std::memcpy(params + shards_[s].offset, shm_.weight_base[static_cast<std::size_t>(s)],
+                      static_cast<std::size_t>(shards_[s].len) * sizeof(real_t));
         released_[s] = isend(pull_done, s, kPullDone, comm_.get());
         copy_s += seconds_since(c0);
       }
@@ -190,6 +195,7 @@ class Learner {
   std::vector<MPI_Request> heads_, bodies_, released_;
   PushHeader totals_;
   std::int64_t step_ = 0;
+  bool in_place_ = false;  // the weights are read in the shards' windows (no copy)
   std::vector<real_t> centre_;  // EASGD: the centre received at the last exchange
 };
 

@@ -227,6 +227,7 @@ TrainOutcome train_mpi(const TrainConfig& cfg, MPI_Comm parent, const TrainOptio
     session->header(res, info, cfg.protocol, mpi);
     res.machine_json = machine_json(info, {S + L, cfg.threads, nodes, mpi, gpu_note});
     res.transport = shm.on ? "shared-memory" : "messages";  // ASGD_SHM=0: messages
+    if (shm.on) res.weights = weights_in_place(shm, cfg, cpu.n_params()) ? "in-place" : "copied";
     session->finish(res, res.status, res.summary.train_time_s, res.summary.epochs);
   };
   if (!server) {

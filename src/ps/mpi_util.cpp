@@ -154,7 +154,7 @@ void check_injection() {
     (void)injection();
     (void)injected_server_costs();
     (void)wait_policy();
-    for (const char* name : {"ASGD_DOORBELL", "ASGD_SHM", "ASGD_CUDA_AWARE"}) (void)env_switch(name);
+    for (const char* name : {"ASGD_DOORBELL", "ASGD_SHM", "ASGD_IN_PLACE", "ASGD_CUDA_AWARE"}) (void)env_switch(name);
   } catch (const Error& e) {
     throw CollectiveError(e.what());
   }

@@ -101,7 +101,7 @@ const ServerCosts& injected_server_costs();
 // value: asgd::Error naming the variable and the value.
 bool env_switch(const char* name);
 // Parses ASGD_INJECT_DELAY, ASGD_INJECT_STALL, ASGD_INJECT_SERVER, ASGD_WAIT and
-// the switches ASGD_DOORBELL, ASGD_SHM and ASGD_CUDA_AWARE now:
+// the switches ASGD_DOORBELL, ASGD_SHM, ASGD_IN_PLACE and ASGD_CUDA_AWARE now:
 // CollectiveError (every rank finds the same problem) when one is bad.
 void check_injection();
 // Sleeps s seconds (no-op for s <= 0).

@@ -42,6 +42,16 @@ class UpdateRule {
     return protocol_->may_reply(learner_clock, slowest);
   }
   int local_steps() const { return local_steps_; }
+  // Whether a learner of a run with `learners` learners may read the weights
+  // where its shards keep them (shared windows) instead of copying them: it
+  // pushes a gradient of one minibatch (no local steps, no elastic exchange,
+  // its weights are only ever the shards'), and no shard changes its weights
+  // while the learner computes: it is the only learner, or every update takes
+  // one gradient of each learner behind a barrier (hardsync).
+  bool weights_read_in_place(int learners) const {
+    return push_ == protocol::Push::gradient && !delta_ && alpha_ == 0 && local_steps_ == 1 &&
+           (learners == 1 || (barrier_ && c_ == learners));
+  }
   // Per-gradient factor rate(tau)/alpha0: staleness -> 1/tau for tau > 0, else 1.
   double factor(std::int64_t tau) const { return policy_->factor(tau); }
   // 1/c, and for mean-staleness also 1/mean(tau) when that mean is > 0.

@@ -4,6 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "ps/protocol.hpp"
+#include "ps/shards.hpp"
+
 namespace asgd::ps {
 namespace {
 
@@ -67,6 +70,19 @@ void open_shared_windows(SharedWindows& shm, const Comm& comm, bool server, inde
   for (int k = 0; k < servers; ++k) shm.weight_base.push_back(query(shm.weights, k));
   for (int l = 0; l < learners; ++l) shm.grad_base.push_back(query(shm.grads, servers + l));
   shm.on = true;
+}
+
+bool in_place_wanted() { return env_switch("ASGD_IN_PLACE"); }
+
+real_t* weights_in_place(const SharedWindows& shm, const TrainConfig& cfg, index_t n_params) {
+  const int servers = cfg.servers;
+  if (!shm.on || static_cast<int>(shm.weight_base.size()) != servers || cfg.device != "cpu" ||
+      !UpdateRule(cfg).weights_read_in_place(cfg.learners) || !in_place_wanted())
+    return nullptr;
+  real_t* base = shm.weight_base[0];
+  for (int s = 1; s < servers; ++s)
+    if (shm.weight_base[static_cast<std::size_t>(s)] != base + shard_of(n_params, s, servers).offset) return nullptr;
+  return base;
 }
 
 }  // namespace asgd::ps

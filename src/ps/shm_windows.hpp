@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/types.hpp"
+#include "config/config.hpp"
 #include "ps/doorbell.hpp"
 #include "ps/mpi_util.hpp"
 
@@ -45,6 +46,17 @@ struct SharedWindows {
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
   }
 };
+
+// ASGD_IN_PLACE unset or 1: learners read the weights in the servers'
+// windows where they may (below); 0: they copy them out at each reply
+// (asgd::Error for any other value).
+bool in_place_wanted();
+// Where the learners of run cfg read the weights in place: the servers'
+// windows as one array of n_params floats (shard s at its offset, as MPI lays
+// out a window's segments by default), when the windows are on, the rule
+// allows it (UpdateRule::weights_read_in_place), the learners are CPU ones
+// and ASGD_IN_PLACE is not 0; nullptr where they copy. Every rank decides alike.
+real_t* weights_in_place(const SharedWindows& shm, const TrainConfig& cfg, index_t n_params);
 
 // Opens the windows when every rank of comm is on this node and ASGD_SHM is
 // not 0 (collective over comm): a server rank exposes its shard of

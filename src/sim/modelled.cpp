@@ -1,7 +1,9 @@
 #include "sim/modelled.hpp"
 
 #include "common/error.hpp"
+#include "ps/protocol.hpp"
 #include "ps/shards.hpp"
+#include "ps/shm_windows.hpp"
 
 namespace asgd::sim {
 
@@ -24,6 +26,9 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.server_latency_s = p.server.latency_s.value;
   s.server_Bps = p.server.bandwidth_Bps.value;
   s.duplex = p.exchange && p.exchange->value == "messages";
+  // as the MPI learner decides (ps/mpi_learner.cpp); GPU learners stage a copy
+  s.replies_in_place = !s.duplex && !m.compute.cuda &&
+                       ps::UpdateRule(cfg).weights_read_in_place(cfg.learners) && ps::in_place_wanted();
   s.send_buffer_bytes = p.send_buffer_bytes ? p.send_buffer_bytes->value : 0;
   s.burst_bytes = p.burst_bytes ? p.burst_bytes->value : 0;
   s.cpu_s_per_byte = p.cpu_s_per_byte ? p.cpu_s_per_byte->value : 0;
@@ -61,6 +66,7 @@ nlohmann::json describe(const Modelled& m) {
           {"server_latency_s", s.server_latency_s},
           {"server_Bps", s.server_Bps},
           {"exchange", s.duplex ? "messages" : "shared-windows"},
+          {"replies_in_place", s.replies_in_place},
           {"send_buffer_bytes", s.send_buffer_bytes},
           {"burst_bytes", s.burst_bytes},
           {"cpu_s_per_byte", s.cpu_s_per_byte},

@@ -42,7 +42,7 @@ check "n above learners" "${syn[@]}" --learners 2 --protocol softsync --n 3
 check "rank count" "${syn[@]}" --learners 3
 check "unsafe suite name" "${syn[@]}" --learners 2 --suite ..
 # fault injection or the wait policy set wrong: every rank parses it before any work (once said two lines: MPICH's abort too)
-for bad in ASGD_INJECT_DELAY=x ASGD_INJECT_DELAY=1:5x ASGD_INJECT_STALL=0:5x ASGD_INJECT_SERVER=x ASGD_WAIT=busy ASGD_DOORBELL=yes ASGD_SHM=off ASGD_CUDA_AWARE=2; do
+for bad in ASGD_INJECT_DELAY=x ASGD_INJECT_DELAY=1:5x ASGD_INJECT_STALL=0:5x ASGD_INJECT_SERVER=x ASGD_WAIT=busy ASGD_DOORBELL=yes ASGD_SHM=off ASGD_IN_PLACE=yes ASGD_CUDA_AWARE=2; do
   CHECK_ENV=$bad check "$bad" "${syn[@]}" --learners 2
 done
 # A resume checkpoint whose clock/epochs lie past the run's end (each shard's),

@@ -441,6 +441,37 @@ def case_message_transport(tmp):
         print(f"{name}: every result says transport messages (single-learner runs: none)")
 
 
+def case_weights_in_place(tmp):
+    """Where no shard changes its weights while a learner computes (one learner,
+    hardsync), learners read them in the servers' windows: the result says
+    weights in-place, and the weights end bit-identical to the same run with
+    ASGD_IN_PLACE=0 (copied at each reply). Where a shard may update while a
+    learner computes (softsync with two learners, nsync's local steps), they
+    are copied whatever ASGD_IN_PLACE says."""
+    def attr(run_id):
+        with h5py.File(os.path.join(tmp, "adhoc", "runs", f"{run_id}.h5")) as f:
+            return text(f.attrs.get("weights", "<none>")), text(f.attrs["transport"])
+
+    shapes = (("hs", 4, ["--learners", "2", "--servers", "2", "--protocol", "hardsync"], 2, "in-place"),
+              ("one", 3, ["--learners", "1", "--servers", "2", "--protocol", "softsync", "--n", "1"], 2, "in-place"),
+              ("dc", 2, ["--learners", "1", "--protocol", "dcasgd"], 1, "in-place"),
+              ("soft", 3, ["--learners", "2", "--protocol", "softsync", "--n", "1"], 1, "copied"),
+              ("ns", 2, ["--learners", "1", "--protocol", "nsync", "--n-sync", "2"], 1, "copied"))
+    for name, n, args, shards, want in shapes:
+        for switch in ("1", "0"):
+            run_id = f"{name}-{switch}"
+            run(n, "--model", "mlp", "--batch", "16", *args, "--run-id", run_id, results=tmp,
+                extra_env={"ASGD_IN_PLACE": switch})
+            got = attr(run_id)
+            expect = want if switch == "1" else "copied"
+            check(got == (expect, "shared-memory"), f"{run_id}: weights/transport {got}, want ({expect!r}, 'shared-memory')")
+        if want == "in-place":
+            a, b = weights(tmp, f"{name}-1", shards), weights(tmp, f"{name}-0", shards)
+            check(np.array_equal(a, b), lambda: f"{name}: in place and copied differ by {np.abs(a - b).max():.3e}")
+        print(f"{name}: weights {want} (copied with ASGD_IN_PLACE=0)"
+              + (", the same weights bit for bit" if want == "in-place" else ""))
+
+
 def datasets(results, run_id):
     with h5py.File(os.path.join(results, "adhoc", "runs", f"{run_id}.h5")) as f:
         out = {}

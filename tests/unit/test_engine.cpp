@@ -100,6 +100,34 @@ TEST(Engine, GradientMemoryAndEvaluation) {
   EXPECT_GT(norm, 0);
 }
 
+TEST(Engine, WeightsReadInPlaceGiveTheSameGradientAndComeBack) {
+  const nn::ModelSpec spec = nn::model_spec("mlp", {8, 8, 1}, 10);
+  auto own = asgd::engine::make_engine("cpu", spec, 4);
+  auto shared = asgd::engine::make_engine("cpu", spec, 4);
+  own->init(3);
+  shared->init(99);  // other weights of its own: the window's must be the ones read
+  const auto n = static_cast<std::size_t>(own->n_params());
+  std::vector<real_t> window(own->params(), own->params() + n);
+  ASSERT_TRUE(shared->read_params_from(window.data()));
+  EXPECT_EQ(shared->params(), window.data());
+  for (auto* e : {own.get(), shared.get()}) {
+    fill_batch(e->batch_x(), e->batch_labels(), 4, 64, 2);
+    e->zero_grads();
+    e->forward_backward(4, true, 1, true);
+  }
+  EXPECT_EQ(std::vector<real_t>(shared->grads(), shared->grads() + n),
+            std::vector<real_t>(own->grads(), own->grads() + n));
+  // the window changes (a server's update): the next pass reads the change
+  window[0] += real_t(0.5);
+  EXPECT_EQ(shared->params()[0], window[0]);
+  // back to its own buffer, which takes the window's weights; the window is then left alone
+  ASSERT_TRUE(shared->read_params_from(nullptr));
+  EXPECT_NE(shared->params(), window.data());
+  EXPECT_EQ(std::vector<real_t>(shared->params(), shared->params() + n), window);
+  shared->params()[1] += real_t(1);
+  EXPECT_NE(shared->params()[1], window[1]);
+}
+
 TEST(Engine, DeviceNamesAndCudaInACpuBuild) {
   const nn::ModelSpec spec = nn::model_spec("mlp", {8, 8, 1}, 10);
   EXPECT_THROW(asgd::engine::make_engine("tpu", spec, 4), asgd::Error);

@@ -657,6 +657,22 @@ TEST_F(IoTest, TransportAndPushedAreOptionalAndChecked) {
   asgd::io::write_results(path("bad.h5"), bad);
   EXPECT_TRUE(contains(error_of([&] { asgd::io::read_results(path("bad.h5")); }),
                        "transport \"pigeon\" is not shared-memory, messages, allreduce or none"));
+  // the weights attribute: round-trips with shared memory, refused elsewhere or outside its domain
+  r = domain_result();
+  r.transport = "shared-memory";
+  r.weights = "in-place";
+  asgd::io::write_results(path("w.h5"), r);
+  EXPECT_EQ(asgd::io::read_results(path("w.h5")).weights, "in-place");
+  EXPECT_EQ(asgd::io::read_results(path("old.h5")).weights, "");
+  for (const auto& [transport, weights] : {std::pair<std::string, std::string>{"shared-memory", "borrowed"},
+                                           {"messages", "copied"}}) {
+    bad = domain_result();
+    bad.transport = transport;
+    bad.weights = weights;
+    asgd::io::write_results(path("bad.h5"), bad);
+    EXPECT_TRUE(contains(error_of([&] { asgd::io::read_results(path("bad.h5")); }),
+                         "weights \"" + weights + "\" is not in-place or copied with transport shared-memory"));
+  }
   bad = domain_result();
   bad.learners[0].pushed = 6;  // recorded, so the column is written
   bad.learners[1].pushed = -5;

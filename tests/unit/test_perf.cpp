@@ -55,6 +55,26 @@ TEST(Cluster, OneLearnerCycleIsPullComputePushApply) {
   EXPECT_NEAR(c.times(0).compute_s, 3 * 0.05, 1e-12);
 }
 
+// Learners that read the weights in the shards' windows: a reply is its
+// latency only, the push still moves its bytes.
+TEST(Cluster, RepliesReadInPlaceCarryNoBytes) {
+  ClusterSpec s = one(1e6);  // 4 MB each way
+  s.learner_latency_s = 1e-5;
+  s.server_latency_s = 2e-5;
+  s.learner_Bps = s.server_Bps = 4e9;
+  s.update_s_per_param = 2e-9;
+  s.replies_in_place = true;
+  Cluster c(s, [](int) { return 0.05; });
+  c.start(1.0);
+  const double push = 3e-5 + 4e6 / 4e9, reply = 3e-5;
+  const double cycle = push + reply + 0.05 + 1e6 * 2e-9;
+  const auto t = async_times(c, 3);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_NEAR(t[0], 1.0 + cycle, 1e-12);
+  EXPECT_NEAR(t[2], 1.0 + 3 * cycle, 1e-12);
+  EXPECT_NEAR(c.times(0).pull_s, 3 * reply, 1e-12);
+}
+
 TEST(Cluster, UpdateCostOnlyAtEveryCthPush) {
   ClusterSpec s = one(1e6);
   s.learners = 2;

@@ -155,24 +155,28 @@ INSTANTIATE_TEST_SUITE_P(Protocols, Virtual, ::testing::Values("hardsync", "soft
 
 // A profile's doorbell wake-up reaches the model where the ranks share a node
 // (shared windows), not where they exchange messages across nodes.
+// A profile of mlp at batch 8 in dir: its exchange ("" for none given) and
+// whether it has a doorbell figure.
+std::string write_profile(const fs::path& dir, const std::string& exchange, bool bell) {
+  const auto path = dir / (exchange + (bell ? "-bell" : "") + ".yaml");
+  std::ofstream(path) << "name: p\ncompute:\n"
+                      << "  - model: mlp\n    batch: 8\n    seconds: {value: 0.01, assumed: \"t\"}\n"
+                      << "    cv: {value: 0.1, assumed: \"t\"}\nlink:\n"
+                      << "  learner: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
+                      << "  server: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
+                      << (exchange.empty() ? "" : "  exchange: {value: " + exchange + ", measured: \"t\"}\n")
+                      << "server:\n  accumulate_s_per_param: {value: 1e-10, assumed: \"t\"}\n"
+                      << "  update_s_per_param: {value: 1e-10, assumed: \"t\"}\n"
+                      << "wake:\n  spin_s: {value: 5e-05, stated: \"t\"}\n  max_pause_s: {value: 0.0005, stated: \"t\"}\n"
+                      << "  overshoot_s: {value: 6e-05, measured: \"t\"}\n"
+                      << (bell ? "  doorbell_s: {value: 2e-05, measured: \"t\"}\n" : "");
+  return path.string();
+}
+
 TEST(Modelled, ADoorbellCountsOnlyWhereTheRanksShareANode) {
   const fs::path dir = fs::temp_directory_path() / ("asgd-modelled-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  auto profile = [&](const std::string& exchange, bool bell) {
-    const auto path = dir / (exchange + (bell ? "-bell" : "") + ".yaml");
-    std::ofstream(path) << "name: p\ncompute:\n"
-                        << "  - model: mlp\n    batch: 8\n    seconds: {value: 0.01, assumed: \"t\"}\n"
-                        << "    cv: {value: 0.1, assumed: \"t\"}\nlink:\n"
-                        << "  learner: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
-                        << "  server: {latency_s: {value: 1e-5, assumed: \"t\"}, bandwidth_Bps: {value: 1e+9, assumed: \"t\"}}\n"
-                        << (exchange.empty() ? "" : "  exchange: {value: " + exchange + ", measured: \"t\"}\n")
-                        << "server:\n  accumulate_s_per_param: {value: 1e-10, assumed: \"t\"}\n"
-                        << "  update_s_per_param: {value: 1e-10, assumed: \"t\"}\n"
-                        << "wake:\n  spin_s: {value: 5e-05, stated: \"t\"}\n  max_pause_s: {value: 0.0005, stated: \"t\"}\n"
-                        << "  overshoot_s: {value: 6e-05, measured: \"t\"}\n"
-                        << (bell ? "  doorbell_s: {value: 2e-05, measured: \"t\"}\n" : "");
-    return path.string();
-  };
+  auto profile = [&](const std::string& exchange, bool bell) { return write_profile(dir, exchange, bell); };
   TrainConfig c;
   c.model = "mlp";
   c.batch = 8;
@@ -190,6 +194,39 @@ TEST(Modelled, ADoorbellCountsOnlyWhereTheRanksShareANode) {
   EXPECT_DOUBLE_EQ(bell_of("shared-windows", true), 2e-5);
   EXPECT_LT(bell_of("messages", true), 0.0);
   EXPECT_LT(bell_of("", false), 0.0);
+  fs::remove_all(dir);
+}
+
+// The model's replies carry no copy where the real learners read the weights
+// in place: shared windows, and a protocol under which no shard changes its
+// weights while a learner computes (one learner, hardsync); ASGD_IN_PLACE=0
+// copies.
+TEST(Modelled, RepliesAreNoCopyWhereTheLearnersReadTheWeightsInPlace) {
+  const fs::path dir = fs::temp_directory_path() / ("asgd-in-place-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string windows = write_profile(dir, "shared-windows", false), messages = write_profile(dir, "messages", false);
+  auto in_place = [&](const std::string& profile, const std::string& protocol, int learners, int n) {
+    TrainConfig c;
+    c.model = "mlp";
+    c.batch = 8;
+    c.learners = learners;
+    c.protocol = protocol;
+    c.softsync_n = n;
+    c.timing = "normal";
+    c.profile = profile;
+    const asgd::sim::Modelled m = asgd::sim::modelled(c, 1000, 1e3, 1, 0);
+    EXPECT_EQ(asgd::sim::describe(m)["replies_in_place"].get<bool>(), m.spec.replies_in_place);
+    return m.spec.replies_in_place;
+  };
+  unsetenv("ASGD_IN_PLACE");
+  EXPECT_TRUE(in_place(windows, "hardsync", 3, 1));
+  EXPECT_TRUE(in_place(windows, "softsync", 1, 1));
+  EXPECT_FALSE(in_place(windows, "softsync", 2, 1));  // c = 2 without a barrier: an update while the other computes
+  EXPECT_FALSE(in_place(windows, "nsync", 1, 1));     // local steps change the learner's own weights
+  EXPECT_FALSE(in_place(messages, "hardsync", 3, 1));
+  setenv("ASGD_IN_PLACE", "0", 1);
+  EXPECT_FALSE(in_place(windows, "hardsync", 3, 1));
+  unsetenv("ASGD_IN_PLACE");
   fs::remove_all(dir);
 }
 
