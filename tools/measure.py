@@ -81,7 +81,7 @@ SECTIONS = [
             what="Kokkos' OpenMP backend at 1 and 2 threads", per_cpu=True),
     Section("transport", 0.5, ["mpiexec -n 2 {b}/asgd_transport 7"],
             what="push and pull against plain MPI point-to-point"),
-    Section("scaling", 10, ["ASGD={b}/asgd tools/bench_scaling.sh -r 3 -w 'yield yield-nobell spin' 200"],
+    Section("scaling", 12, ["ASGD={b}/asgd tools/bench_scaling.sh -r 5 -w 'yield yield-copy' 200"],
             what="the MPI core's own cost on one node", per_cpu=True),
     Section("short-steps", 2, ["ASGD={b}/asgd tools/bench_short_steps.sh -r 5"],
             what="short steps with more ranks than cores, unbound and bound to cores"),
