@@ -19,6 +19,7 @@
 #include "nn/model.hpp"
 #include "ps/mpi_train.hpp"
 #include "ps/mpi_util.hpp"
+#include "ps/shm_windows.hpp"
 #include "sim/virtual.hpp"
 
 namespace asgd::cli {
@@ -48,6 +49,8 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
   if (cfg.virtual_learners && world_size() > 1)
     throw ps::CollectiveError("--virtual runs in one process: start it without mpiexec");
   if (!distributed) check(cfg);
+  // the model reads it as the real learners do (MPI ranks check it in check_injection)
+  if (cfg.virtual_learners) (void)ps::in_place_wanted();
   {  // OMP_NUM_THREADS and the OpenMP runtime's limits: every rank checks its own, one line, exit 2
     std::string problem;
     try {

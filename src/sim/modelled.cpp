@@ -27,8 +27,8 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.server_Bps = p.server.bandwidth_Bps.value;
   s.duplex = p.exchange && p.exchange->value == "messages";
   // as the MPI learner decides (ps/mpi_learner.cpp); GPU learners stage a copy
-  s.replies_in_place = !s.duplex && !m.compute.cuda &&
-                       ps::UpdateRule(cfg).weights_read_in_place(cfg.learners) && ps::in_place_wanted();
+  const bool in_place = ps::in_place_wanted();  // a bad ASGD_IN_PLACE is refused whatever the exchange
+  s.replies_in_place = in_place && !s.duplex && !m.compute.cuda && ps::UpdateRule(cfg).weights_read_in_place(cfg.learners);
   s.send_buffer_bytes = p.send_buffer_bytes ? p.send_buffer_bytes->value : 0;
   s.burst_bytes = p.burst_bytes ? p.burst_bytes->value : 0;
   s.cpu_s_per_byte = p.cpu_s_per_byte ? p.cpu_s_per_byte->value : 0;
