@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Stress test of the MPI parameter server: many short real runs over every
 protocol (nsync with the sum, AdaGrad and server-SGD merges) x server shards
-S in {2, 3} x learners L in {2, 4}, shared memory and
+S in {2, 3} x learners L in {2, 4}, shared memory (learners reading the
+weights in place where the protocol allows it, and copying them) and
 messages, with evaluations and checkpoints every few updates and random
 delays injected into learners and servers (ASGD_INJECT_DELAY, seeded per
 run). Every run is under two watchdogs: the program's own (--stall-timeout)
@@ -70,11 +71,14 @@ def launch(args, cmd, env, timeout):
     return p.returncode, out, err
 
 
-def check_run(path, L, S, c, mu, protocol):
+def check_run(path, L, S, c, mu, protocol, weights):
     with h5py.File(path) as f:
         status = f.attrs["status"]
         status = status.decode() if isinstance(status, bytes) else status
         check(status == "completed", f"status {status}")
+        got = f.attrs.get("weights", "<none>")
+        got = got.decode() if isinstance(got, bytes) else got
+        check(got == weights, f"weights {got}, want {weights}")
         clock = f["updates/clock"][:]
         grads = f["updates/gradients"][:]
         samples = f["updates/samples"][:]
@@ -114,6 +118,7 @@ def stress(args, tmp):
         L, S, protocol, extra, c = combos[i % len(combos)]
         seed = rng.randrange(1, 10**6)
         shm = "0" if i % 3 == 2 else "1"   # a third over messages only
+        in_place = "0" if i % 3 == 1 else "1"  # a third copying the weights out of shared windows
         mu = 8
         run_id = f"s{i}"
         cmd = [args.mpiexec, "-n", str(L + S), args.asgd, "train", "--model", "mlp",
@@ -123,18 +128,21 @@ def stress(args, tmp):
                "--eval-every", "0.1", "--eval-samples", "64", "--checkpoint-every", "3",
                "--seed", str(seed), "--run-id", run_id, "--results", tmp,
                "--stall-timeout", str(STALL_TIMEOUT_S)]
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "ASGD_SHM": shm,
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "ASGD_SHM": shm, "ASGD_IN_PLACE": in_place,
                "ASGD_INJECT_DELAY": f"{seed}:{args.max_delay_ms}:0.3"}
         t = time.time()
         rc, out, err = launch(args, cmd, env, OUTER_TIMEOUT_S)
-        what = f"run {i}: L={L} S={S} {protocol} {' '.join(extra)} seed={seed} ASGD_SHM={shm}"
+        what = f"run {i}: L={L} S={S} {protocol} {' '.join(extra)} seed={seed} ASGD_SHM={shm} ASGD_IN_PLACE={in_place}"
         if rc is None:
             failures.append(f"{what}: HUNG (killed after {OUTER_TIMEOUT_S} s)\n{err[-2000:]}")
         elif rc != 0:
             failures.append(f"{what}: exit {rc}\n{err[-2000:]}")
         else:
             try:
-                check_run(os.path.join(tmp, "adhoc", "runs", run_id + ".h5"), L, S, c, mu, protocol)
+                # shared windows: read in place where the protocol allows it (hardsync here, L >= 2)
+                weights = "<none>" if shm == "0" else (
+                    "in-place" if in_place == "1" and protocol == "hardsync" else "copied")
+                check_run(os.path.join(tmp, "adhoc", "runs", run_id + ".h5"), L, S, c, mu, protocol, weights)
             except CheckFailed as e:
                 failures.append(f"{what}: {e}")
         print(f"[{i + 1}/{runs}] {what}: {'ok' if rc == 0 else 'FAILED'} {time.time() - t:.1f}s",
