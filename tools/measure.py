@@ -130,6 +130,11 @@ SECTIONS = [
                                      "grep -E '^(CPU|asgd|rounds|==|  planted)' {w}/gate-sensitivity/summary.txt"],
             what="the gate's sensitivity: ten tries of a slowdown near its threshold (a CPU hog of 10% duty "
                  "on each core while the candidate runs)", per_cpu=True),
+    Section("gate-false", 47, ["tools/ci/measure.sh {w}/gate-false --asgd {b}/asgd --pairs 10 --rounds 5 "
+                               "> {w}/gate-false.log && "
+                               "grep -E '^(CPU|asgd|rounds|==|  pair-|  same commit)' {w}/gate-false/summary.txt"],
+            what="the gate's false alarms: ten same-commit pairs, interleaved and against the previous pair's "
+                 "stored baseline, at three thresholds", per_cpu=True),
     Section("gpu", 8, ["tools/gpu-check.sh --out {w}/gpu --steps 50"], needs=["gpu"], start=r"^== gpu-bench ==$",
             what="GPU learners: the GPU tests, steps against cuBLAS SGEMM, lenet against a CPU learner, staging"),
     Section("suites", 0.3, ["{py} tools/measure.py --time-suites {b} --work {w}",
