@@ -90,7 +90,7 @@ SECTIONS = [
             what="two learners against PyTorch DDP and Hogwild"),
     Section("virtual", 2, [PY + " tools/bench_virtual.py --asgd {b}/asgd"],
             what="virtual learners' cost and memory"),
-    Section("model", 20, ["ASGD={b}/asgd tools/validate_model.sh -r 1 -o {w}/model"],
+    Section("model", 45, ["ASGD={b}/asgd tools/validate_model.sh -r 3 -o {w}/model"],
             what="the performance model, predicted against measured on one node", ok=(0, 1), per_cpu=True),
     Section("cluster", 40, ["tools/validate_cluster.sh -L '1 2 4 6 8' -S '1 2 4' -p 'hardsync softsync nsync' -u 8 "
                            "-l 200mbit -o {w}/cluster",

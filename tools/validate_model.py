@@ -6,8 +6,14 @@ ratios, each run's throughput speedup over the same configuration's
 L = 1 run where the table has one, and what bounded the modelled run (its
 busiest resource's share of the time, and the cores').
 
-Usage: validate_model.py PAIRS_FILE   (lines: label<TAB>virtual.h5<TAB>real.h5[<TAB>real.h5...];
-the real runs' median throughput is the measured one, with that run's staleness)
+Usage: validate_model.py PAIRS_FILE   (lines: label<TAB>virtual.h5<TAB>real.h5[<TAB>real.h5...])
+
+A line is one round of a configuration: its virtual run (on a profile) and
+its real runs, whose median throughput is the round's measured one, with that
+run's staleness. Lines with the same label are rounds of one configuration
+(each calibrated right before its real run): the row's ratio is the median of
+the rounds' ratios, and the row shows that round's figures, so a drift of the
+machine's speed between rounds is not charged to the model.
 Exit 1 when a pair is outside the bounds (throughput within 10%, staleness
 within 10% or 0.1 absolute below 1)."""
 import json
@@ -52,17 +58,37 @@ def speedup_key(label):
     return (m.group(1) + " " + m.group(3), int(m.group(2))) if m else None
 
 
-def main():
-    rows, bad = [], 0
-    for line in open(sys.argv[1]):
+def rounds(path):
+    """{label: [(virtual, [real, ...]), ...]} in the file's order."""
+    out = {}
+    for line in open(path):
+        if not line.strip():
+            continue
         label, virt, *reals = line.rstrip("\n").split("\t")
-        measured = sorted(figures(r) for r in reals)
-        (mr, mt), (pr, pt) = measured[len(measured) // 2], figures(virt)
-        ratio = pr / mr
+        if not reals:
+            sys.exit(f"validate_model.py: {path}: '{label}' has no real run")
+        out.setdefault(label, []).append((virt, reals))
+    return out
+
+
+def round_figures(virt, reals):
+    """(ratio, measured rate, measured tau, predicted rate, predicted tau) of one round."""
+    measured = sorted(figures(r) for r in reals)
+    (mr, mt), (pr, pt) = measured[len(measured) // 2], figures(virt)
+    return pr / mr, mr, mt, pr, pt
+
+
+def main():
+    rows, bad, most = [], 0, 1
+    for label, rs in rounds(sys.argv[1]).items():
+        each = sorted((round_figures(v, reals) + (v,) for v, reals in rs), key=lambda f: f[0])
+        ratio, mr, mt, pr, pt, virt = each[len(each) // 2]
         tau_ok = abs(pt - mt) <= 0.1 if max(mt, pt) < 1 else abs(pt / mt - 1) <= 0.1
         ok = abs(ratio - 1) <= 0.1 and tau_ok
         bad += 0 if ok else 1
-        rows.append((label, mr, pr, ratio, mt, pt, "yes" if ok else "NO", bound(virt)))
+        spread = f"{ratio:.3f}" + (f" ({each[0][0]:.3f}..{each[-1][0]:.3f})" if len(each) > 1 else "")
+        most = max(most, len(each))
+        rows.append((label, mr, pr, spread, mt, pt, "yes" if ok else "NO", bound(virt)))
     # throughput speedup over the same configuration's L = 1 run, where there is one
     one = {}
     for r in rows:
@@ -77,9 +103,12 @@ def main():
         base = one.get(k[0]) if k else None
         sm = f"{r[1] / base[1]:.2f}" if base else "-"
         sp = f"{r[2] / base[2]:.2f}" if base else "-"
-        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} | {sm} | {sp} | {r[7]} |")
+        print(f"| {r[0]} | {r[1]:.0f} | {r[2]:.0f} | {r[3]} | {r[4]:.3f} | {r[5]:.3f} | {r[6]} | {sm} | {sp} | {r[7]} |")
     print(f"\n{len(rows) - bad} of {len(rows)} runs within bounds (throughput within 10%, mean staleness "
           f"within 10% or 0.1 absolute below 1)")
+    if most > 1:
+        print(f"up to {most} rounds a run, each calibrated right before its real run: a row is its round of "
+              f"median ratio, the rounds' lowest and highest ratios in brackets")
     return 1 if bad else 0
 
 

@@ -10,14 +10,16 @@ Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s | -w] [-1] [-h]
 
   -o OUT   working folder (default /tmp/asgd-validate-model); results, profiles,
            logs and the table (OUT/table.md) go there
-  -r N     real runs per configuration, their median measured (default 3)
+  -r N     rounds per configuration (default 3): each calibrates the row's model, runs it
+           for real and virtually on that profile; the round of median ratio is the row's
+           (with -1 and for the injected rows: N real runs, their median measured)
   -q       quick: lenet only, L = 2, S = 1 and 2 (no server-bound runs)
   -s       the server-bound runs only
   -w       the short-step and oversubscribed runs only (below)
   -1       calibrate once, at the start, as a user with one profile would; by default
-           each configuration is calibrated again right before its real runs
-           (OUT/profiles/row-K.yaml), so a drift of the machine's speed over the
-           study's minutes is not charged to the model
+           each round is calibrated right before its real run (OUT/profiles/row-K-R.yaml),
+           so a drift of the machine's speed over the study's minutes is not charged to
+           the model
   -h       this help
 
 Runs, for lenet (3.3M parameters) and cifar10-18pct (90k): L = 1, 2 learners,
@@ -69,36 +71,60 @@ rm -rf "$out/results"
 pairs="$out/pairs.tsv"
 : > "$pairs"
 
-calibrate() {  # OUT.yaml [calibrate options]: this machine now, the figures every row uses
-  "$asgd" calibrate --out "$1" --models lenet,cifar10-18pct,mlp --batch 64,8 "${@:2}" >"$out/calibrate.log" 2>&1 \
+calibrate() {  # OUT.yaml [calibrate options]: this machine now (default: every model a row uses)
+  local what=(--models lenet,cifar10-18pct,mlp --batch 64,8)
+  (( $# > 1 )) && what=("${@:2}")
+  "$asgd" calibrate --out "$1" "${what[@]}" >"$out/calibrate.log" 2>&1 \
     || { cat "$out/calibrate.log" >&2; exit 1; }
 }
 
-# one configuration: real, then virtual; LABEL INJECT(U:B) PROFILE args...
+# one configuration: LABEL INJECT(U:B) PROFILE args... By default (calibrated per row, not
+# injected) in rounds: calibrate this row's model, one real run, one virtual run on that
+# profile, each round a line of the pairs file (validate_model.py takes the median round);
+# else the given profile, the real runs, then one virtual run.
 rows=0
 run_pair() {
   local label="$1" inject="$2" profile="$3"
   shift 3
-  local L S
+  local L S m b
   L=$(sed -n 's/.*--learners \([0-9]*\).*/\1/p' <<<"$*")
   S=$(sed -n 's/.*--servers \([0-9]*\).*/\1/p' <<<"$*")
+  m=$(sed -n 's/.*--model \([^ ]*\).*/\1/p' <<<"$*")
+  b=$(sed -n 's/.*--batch \([0-9]*\).*/\1/p' <<<"$*")
   echo "== $label" >&2
   rows=$((rows + 1))
-  if [[ $once == 0 && -z $inject ]]; then  # the injected rows' profiles are calibrated just before them
-    profile="$out/profiles/row-$rows.yaml"
-    calibrate "$profile"
-  fi
   # injected costs are not in the config: the suite name keeps those runs apart
   local tag="${inject:+-inject-${inject//[:.]/_}}"
   local reals="" r
+  if [[ $once == 0 && -z $inject ]]; then
+    for r in $(seq "$repeats"); do
+      profile="$out/profiles/row-$rows-$r.yaml"
+      calibrate "$profile" --models "$m" --batch "${b:-64}"
+      real_run "$r" "$inject" "$L" "$S" "$@"
+      virtual_run "$profile" "$tag" "$@"
+      printf '%s\t%s\t%s\n' "$label" "$virtual" "$real" >>"$pairs"
+    done
+    return
+  fi
   for r in $(seq "$repeats"); do
-    ASGD_INJECT_SERVER="$inject" "$mpiexec" -n $((L + S)) "$asgd" train "$@" --results "$out/results" \
-      --suite "real$r$tag" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
-    reals="$reals	$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)"
+    real_run "$r" "$inject" "$L" "$S" "$@"
+    reals="$reals	$real"
   done
-  "$asgd" train "$@" --virtual --timing normal --profile "$profile" --results "$out/results" --suite "virtual$tag" -q \
+  virtual_run "$profile" "$tag" "$@"
+  printf '%s\t%s%s\n' "$label" "$virtual" "$reals" >>"$pairs"
+}
+
+real_run() {  # ROUND INJECT L S args...: sets $real, the results file
+  local tag="${2:+-inject-${2//[:.]/_}}"
+  ASGD_INJECT_SERVER="$2" "$mpiexec" -n $(($3 + $4)) "$asgd" train "${@:5}" --results "$out/results" \
+    --suite "real$1$tag" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
+  real=$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)
+}
+
+virtual_run() {  # PROFILE TAG args...: sets $virtual, the results file
+  "$asgd" train "${@:3}" --virtual --timing normal --profile "$1" --results "$out/results" --suite "virtual$2" -q \
     >"$out/virtual.log" 2>&1 || { cat "$out/virtual.log" >&2; exit 1; }
-  printf '%s\t%s%s\n' "$label" "$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)" "$reals" >>"$pairs"
+  virtual=$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/virtual.log" | tail -1)
 }
 
 common=(--eval-every 100 --seed 7)

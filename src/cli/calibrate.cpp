@@ -41,6 +41,7 @@
 #include "ps/run_parts.hpp"
 #include "ps/shard_core.hpp"
 #include "ps/transport.hpp"
+#include "report/stats.hpp"
 
 namespace asgd::cli {
 
@@ -50,6 +51,7 @@ namespace {
 struct Stats {
   double mean = 0, cv = 0;
 };
+constexpr int kCoresProbeRounds = 5;  // the cores probe's interleaved rounds of alone and together
 Stats stats(const std::vector<double>& x) {
   double m = 0, v = 0;
   for (double t : x) m += t;
@@ -226,10 +228,12 @@ void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
   const double alone = j["alone"].get<double>(), together = j["together"].get<double>();
   const double load = std::clamp(C * (together / alone - 1), 0.0, 1.0);
   p.waiting_rank_load = measured(
-      load, fmt::format("asgd calibrate {}: mpiexec -n {}: {} of {} at batch {}, {} ms per minibatch on one rank "
-                        "alone, {} ms on {} ranks at once while one more rank waits politely for a message; "
+      load, fmt::format("asgd calibrate {}: mpiexec -n {}: {} interleaved rounds of {} minibatches of {} at batch "
+                        "{} on one rank alone, then on {} ranks at once while one more rank waits politely for a "
+                        "message; median alone {} ms, together {} ms (the median round's ratio); "
                         "load = cores x (together / alone - 1), clamped to 0..1",
-                        today(), C + 1, o.steps, model, batch, 1e3 * alone, 1e3 * together, C));
+                        today(), C + 1, kCoresProbeRounds, std::max(2, o.steps / 2), model, batch, 1e3 * alone,
+                        1e3 * together, C));
   spdlog::info("cores    {:.2f} ms alone, {:.2f} ms with {} at once + 1 waiting: a waiting rank takes {:.3f} of a core",
                1e3 * alone, 1e3 * together, C, load);
   std::filesystem::remove_all(dir);
@@ -293,29 +297,41 @@ int cmd_calibrate(const CalibrateOptions& o) {
   return 0;
 }
 
+namespace {
+
+// The cores probe's messages: a token sent, and the server's polite wait for one.
+void probe_tell(const ps::Comm& comm, int to) {
+  char token = 0;
+  MPI_Request r = ps::isend(token, to, 1, comm.get());
+  ps::polite_wait(r, ps::Wait::transfer);
+}
+void probe_await(const ps::Comm& comm, int from) {
+  char token = 0;
+  ps::polite_probe(from, 1, comm.get());
+  MPI_Request r = ps::irecv(token, from, 1, comm.get());
+  ps::polite_wait(r, ps::Wait::event);
+}
+
+}  // namespace
+
+// Interleaved rounds: rank 1 alone while the others wait politely, then all C
+// at once while rank 0 waits; each round's ratio together / alone, their
+// median written (the machine's speed moves between seconds apart: one pair of
+// timings moves the load by several times its value).
 int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
   const ps::Comm comm(MPI_COMM_WORLD);
   const int C = comm.size() - 1;
   if (C < 1) throw Error("calibrate --cores-probe: run with mpiexec -n cores+1");
   std::optional<KokkosScope> kokkos;
   std::optional<Stepper> st;
-  double alone = 0, together = 0;
-  char token = 0;
-  auto tell = [&](int to) {
-    MPI_Request r = ps::isend(token, to, 1, comm.get());
-    ps::polite_wait(r, ps::Wait::transfer);
-  };
-  auto await = [&](int from) {  // the server's polite wait for a message
-    ps::polite_probe(from, 1, comm.get());
-    MPI_Request r = ps::irecv(token, from, 1, comm.get());
-    ps::polite_wait(r, ps::Wait::event);
-  };
+  const auto tell = [&](int to) { probe_tell(comm, to); };
+  const auto await = [&](int from) { probe_await(comm, from); };
   if (comm.rank() > 0) {
     kokkos.emplace(o.threads);
     st.emplace(o.models.front(), o.batches.front(), o.threads);
     st->times(2, 0);
   }
-  // everyone ready; then rank 1 alone while the others wait politely
+  // everyone ready
   if (comm.rank() > 0) tell(0);
   if (comm.rank() == 0) {
     for (int q = 1; q <= C; ++q) await(q);
@@ -323,25 +339,37 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
   } else {
     await(0);
   }
-  if (comm.rank() == 1) alone = stats(st->times(0, o.steps)).mean;
-  if (comm.rank() == 1) for (int q = 0; q <= C; ++q) if (q != 1) tell(q);
-  if (comm.rank() != 1) await(1);
-  // all C at once; rank 0 waits politely for each to finish
-  if (comm.rank() > 0) {
-    together = stats(st->times(0, o.steps)).mean;
-    tell(0);
-  } else {
-    for (int q = 1; q <= C; ++q) await(q);
-  }
-  std::vector<double> all(static_cast<std::size_t>(C + 1));
-  ps::mpi_check(MPI_Gather(&together, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
-  double a1 = alone;
-  ps::mpi_check(MPI_Bcast(&a1, 1, MPI_DOUBLE, 1, comm.get()), "Bcast");
-  st.reset();
-  if (comm.rank() == 0) {
+  const int per = std::max(2, o.steps / 2);
+  std::vector<double> alone, together, ratios;
+  for (int round = 0; round < kCoresProbeRounds; ++round) {
+    double a = 0, t = 0;
+    if (comm.rank() == 1) {
+      a = stats(st->times(0, per)).mean;
+      for (int q = 0; q <= C; ++q)
+        if (q != 1) tell(q);
+    } else {
+      await(1);
+    }
+    if (comm.rank() > 0) {
+      t = stats(st->times(0, per)).mean;
+      tell(0);
+    } else {
+      for (int q = 1; q <= C; ++q) await(q);
+    }
+    std::vector<double> all(static_cast<std::size_t>(C + 1));
+    ps::mpi_check(MPI_Gather(&t, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
+    ps::mpi_check(MPI_Bcast(&a, 1, MPI_DOUBLE, 1, comm.get()), "Bcast");
     double mean = 0;
     for (int q = 1; q <= C; ++q) mean += all[static_cast<std::size_t>(q)] / C;
-    write_file_atomic(o.cores_probe, nlohmann::json{{"alone", a1}, {"together", mean}}.dump());
+    alone.push_back(a);
+    together.push_back(mean);
+    ratios.push_back(mean / a);
+  }
+  st.reset();
+  if (comm.rank() == 0) {
+    const double ratio = report::median(ratios), a1 = report::median(alone);
+    write_file_atomic(o.cores_probe, nlohmann::json{{"alone", a1}, {"together", a1 * ratio},
+                                                    {"rounds", kCoresProbeRounds}, {"per_round", per}}.dump());
   }
   return 0;
 }

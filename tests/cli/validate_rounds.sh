@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# asgd calibrate's cores probe (interleaved rounds, their median) and
+# tools/validate_model.py's rounds: lines with one label are rounds of one
+# configuration, the row is the round of median ratio, exit 1 when a row is out.
+# Usage: validate_rounds.sh ASGD MPIEXEC
+set -uo pipefail
+asgd=$1 mpiexec=$2
+source "$(dirname "$0")/expect_lib.sh"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+have_h5py || { echo "skipped: no h5py for /usr/bin/python3"; exit 77; }
+
+if ! timeout 300 "$asgd" calibrate --out "$work/p1.yaml" --models mlp --batch 16 --steps 4 --mpiexec "$mpiexec" \
+    >"$work/cal.log" 2>&1; then
+  fail "calibrate: $(tail -3 "$work/cal.log")"
+else
+  line=$(grep '^waiting_rank_load:' "$work/p1.yaml")
+  load=$(sed -n 's/^waiting_rank_load: {value: \([0-9.e+-]*\),.*/\1/p' <<<"$line")
+  if grep -q '5 interleaved rounds of 2 minibatches of mlp at batch 16' <<<"$line" &&
+     awk -v x="$load" 'BEGIN { exit !(x >= 0 && x <= 1) }'; then
+    pass "cores probe: 5 interleaved rounds, load $load"
+  else
+    fail "cores probe: $line"
+  fi
+  # the same profile at twice the compute: a run half as fast
+  /usr/bin/python3 -c 'import re, sys
+print(re.sub(r"(seconds: \{value: )([0-9.e+-]+)", lambda m: m.group(1) + repr(2 * float(m.group(2))),
+             open(sys.argv[1]).read()), end="")' "$work/p1.yaml" >"$work/p2.yaml"
+  for k in 1 2; do
+    timeout 120 "$asgd" train --model mlp --batch 16 --learners 2 --protocol softsync --max-steps 200 --seed 7 \
+      --virtual --timing normal --profile "$work/p$k.yaml" --results "$work/r" --suite "p$k" -q >"$work/v$k.log" 2>&1 ||
+      fail "virtual run on p$k: $(tail -2 "$work/v$k.log")"
+    eval "v$k=\$(sed -n 's/.*results \(.*\.h5\)$/\1/p' \"\$work/v$k.log\" | tail -1)"
+  done
+  # rounds of one configuration: ratios r > 1.1, 1 and 1 / r: the median round (1), neither the first nor the last
+  printf 'mlp rounds\t%s\t%s\nmlp rounds\t%s\t%s\nmlp rounds\t%s\t%s\n' "$v1" "$v2" "$v1" "$v1" "$v2" "$v1" \
+    >"$work/pairs.tsv"
+  if /usr/bin/python3 "$root/tools/validate_model.py" "$work/pairs.tsv" >"$work/t.md" 2>&1 &&
+     grep -qE '^\| mlp rounds \| [0-9]+ \| [0-9]+ \| 1\.000 \(0\.[0-8][0-9]*\.\.(1\.[1-9]|[2-9]\.)[0-9]*\) \| .* \| yes \|' "$work/t.md" &&
+     grep -q 'up to 3 rounds a run' "$work/t.md"; then
+    pass "validate_model.py: the median of three rounds"
+  else
+    fail "validate_model.py rounds: $(cat "$work/t.md")"
+  fi
+  # one round of ratio r: out of bounds, exit 1
+  printf 'mlp once\t%s\t%s\n' "$v1" "$v2" >"$work/pairs.tsv"
+  /usr/bin/python3 "$root/tools/validate_model.py" "$work/pairs.tsv" >"$work/t.md" 2>&1
+  rc=$?
+  if (( rc == 1 )) && grep -qE '^\| mlp once \| [0-9]+ \| [0-9]+ \| (1\.[1-9]|[2-9]\.)[0-9]* \| .* \| NO \|' "$work/t.md" &&
+     ! grep -q 'rounds a run' "$work/t.md"; then
+    pass "validate_model.py: one round out of bounds, exit 1"
+  else
+    fail "validate_model.py one round: rc=$rc $(cat "$work/t.md")"
+  fi
+  # a line without a real run: one line naming it
+  printf 'mlp none\t%s\n' "$v1" >"$work/pairs.tsv"
+  /usr/bin/python3 "$root/tools/validate_model.py" "$work/pairs.tsv" >"$work/t.md" 2>"$work/err"
+  rc=$?
+  if (( rc != 0 )) && [[ $(wc -l <"$work/err") == 1 ]] && grep -q "'mlp none' has no real run" "$work/err"; then
+    pass "validate_model.py: a line without a real run"
+  else
+    fail "validate_model.py no real run: rc=$rc $(cat "$work/err")"
+  fi
+fi
+echo "$passed passed, $failures failed"
+(( failures == 0 ))
