@@ -10,7 +10,7 @@ Usage: tools/validate_model.sh [-o OUT] [-r REPEATS] [-q | -s | -w] [-1] [-h]
 
   -o OUT   working folder (default /tmp/asgd-validate-model); results, profiles,
            logs and the table (OUT/table.md) go there
-  -r N     rounds per configuration (default 3): each calibrates the row's model, runs it
+  -r N     rounds per configuration (default 3): each calibrates, runs the configuration
            for real and virtually on that profile; the round of median ratio is the row's
            (with -1 and for the injected rows: N real runs, their median measured)
   -q       quick: lenet only, L = 2, S = 1 and 2 (no server-bound runs)
@@ -71,26 +71,22 @@ rm -rf "$out/results"
 pairs="$out/pairs.tsv"
 : > "$pairs"
 
-calibrate() {  # OUT.yaml [calibrate options]: this machine now (default: every model a row uses)
-  local what=(--models lenet,cifar10-18pct,mlp --batch 64,8)
-  (( $# > 1 )) && what=("${@:2}")
-  "$asgd" calibrate --out "$1" "${what[@]}" >"$out/calibrate.log" 2>&1 \
+calibrate() {  # OUT.yaml: this machine now, the figures of every model a row uses
+  "$asgd" calibrate --out "$1" --models lenet,cifar10-18pct,mlp --batch 64,8 >"$out/calibrate.log" 2>&1 \
     || { cat "$out/calibrate.log" >&2; exit 1; }
 }
 
 # one configuration: LABEL INJECT(U:B) PROFILE args... By default (calibrated per row, not
-# injected) in rounds: calibrate this row's model, one real run, one virtual run on that
+# injected) in rounds: calibrate (every model, as at the start), one real run, one virtual run on that
 # profile, each round a line of the pairs file (validate_model.py takes the median round);
 # else the given profile, the real runs, then one virtual run.
 rows=0
 run_pair() {
   local label="$1" inject="$2" profile="$3"
   shift 3
-  local L S m b
+  local L S
   L=$(sed -n 's/.*--learners \([0-9]*\).*/\1/p' <<<"$*")
   S=$(sed -n 's/.*--servers \([0-9]*\).*/\1/p' <<<"$*")
-  m=$(sed -n 's/.*--model \([^ ]*\).*/\1/p' <<<"$*")
-  b=$(sed -n 's/.*--batch \([0-9]*\).*/\1/p' <<<"$*")
   echo "== $label" >&2
   rows=$((rows + 1))
   # injected costs are not in the config: the suite name keeps those runs apart
@@ -99,7 +95,7 @@ run_pair() {
   if [[ $once == 0 && -z $inject ]]; then
     for r in $(seq "$repeats"); do
       profile="$out/profiles/row-$rows-$r.yaml"
-      calibrate "$profile" --models "$m" --batch "${b:-64}"
+      calibrate "$profile"
       real_run "$r" "$inject" "$L" "$S" "$@"
       virtual_run "$profile" "$tag" "$@"
       printf '%s\t%s\t%s\n' "$label" "$virtual" "$real" >>"$pairs"

@@ -274,13 +274,18 @@ int cmd_calibrate(const CalibrateOptions& o) {
   index_t largest = 1 << 20;
   {
     KokkosScope kokkos(o.threads);
+    std::string biggest = o.models.front();
     for (const auto& m : o.models)
       for (int b : o.batches) {
         index_t n = 0;
         p.compute.push_back(compute_entry(o, m, b, n));
+        if (n > largest) biggest = m;
         largest = std::max(largest, n);
       }
-    server_figures(p, largest);
+    // the shard's arrays after a learner's minibatch of the largest model, as in a run
+    Stepper st(biggest, o.batches.front(), o.threads);
+    server_figures(p, largest, [&] { st.times(1, 0); },
+                   fmt::format("a minibatch gradient of {} at batch {} in the same process", biggest, o.batches.front()));
     per_push_figure(p);
   }
   wake_figures(p);

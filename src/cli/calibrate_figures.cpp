@@ -35,7 +35,7 @@ perf::Figure measured(double v, std::string how) { return {v, "measured", std::m
 
 // ShardCore::accept of P parameters: softsync with c = 2 alternates an
 // accumulate-only push and one that also applies the update.
-void server_figures(perf::Profile& p, index_t P) {
+void server_figures(perf::Profile& p, index_t P, const std::function<void()>& between, const std::string& what) {
   TrainConfig cfg;
   cfg.protocol = "softsync";
   cfg.learners = 2;
@@ -48,6 +48,7 @@ void server_figures(perf::Profile& p, index_t P) {
   std::vector<double> acc, upd;
   for (int i = 0; i < 12; ++i) {
     for (int l = 0; l < 2; ++l) {
+      between();
       const auto t0 = Clock::now();
       core.accept({l, core.clock(), 1, 0.0, 0, {}}, 0.0, &grad);
       Kokkos::fence();
@@ -58,7 +59,8 @@ void server_figures(perf::Profile& p, index_t P) {
   std::sort(upd.begin(), upd.end());
   const double a = acc[acc.size() / 2], u = std::max(0.0, upd[upd.size() / 2] - a);
   const std::string how = fmt::format("asgd calibrate {}: ps::ShardCore::accept of {} parameters, median of 12, "
-                                      "softsync c = 2 (every other push applies the update)", today(), P);
+                                      "softsync c = 2 (every other push applies the update), each after {}",
+                                      today(), P, what);
   p.accumulate_s_per_param = measured(a / static_cast<double>(P), "a push without the update: " + how);
   p.update_s_per_param = measured(u / static_cast<double>(P), "a push with the update, less one without: " + how);
   spdlog::info("server   accumulate {:.3f} ns/param, update {:.3f} ns/param", 1e9 * a / static_cast<double>(P),

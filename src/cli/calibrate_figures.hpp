@@ -1,6 +1,7 @@
 #pragma once
 // The figures asgd calibrate measures within its own process: a shard's
 // costs (per parameter and per push) and how a waiting rank polls.
+#include <functional>
 #include <string>
 
 #include "common/types.hpp"
@@ -11,8 +12,11 @@ namespace asgd::cli {
 std::string today();  // "2026-12-03 15:30 UTC", for the figures' notes
 perf::Figure measured(double v, std::string how);
 
-// ShardCore::accept of P parameters: accumulate and update per parameter.
-void server_figures(perf::Profile& p, index_t P);
+// ShardCore::accept of P parameters: accumulate and update per parameter,
+// each accept after `between` (a learner's minibatch, as in a run: the
+// shard's arrays then come from memory, not from the caches), which `what`
+// names.
+void server_figures(perf::Profile& p, index_t P, const std::function<void()>& between, const std::string& what);
 // ShardCore::accept of a 16-parameter gradient: the cost per push apart from its parameters.
 void per_push_figure(perf::Profile& p);
 // The MPI core's wait schedule under ASGD_WAIT, and the sleeps' overshoot here.
