@@ -96,24 +96,23 @@ run_pair() {
     for r in $(seq "$repeats"); do
       profile="$out/profiles/row-$rows-$r.yaml"
       calibrate "$profile"
-      real_run "$r" "$inject" "$L" "$S" "$@"
+      real_run "$r" "" "" "$L" "$S" "$@"
       virtual_run "$profile" "$tag" "$@"
       printf '%s\t%s\t%s\n' "$label" "$virtual" "$real" >>"$pairs"
     done
     return
   fi
   for r in $(seq "$repeats"); do
-    real_run "$r" "$inject" "$L" "$S" "$@"
+    real_run "$r" "$inject" "$tag" "$L" "$S" "$@"
     reals="$reals	$real"
   done
   virtual_run "$profile" "$tag" "$@"
   printf '%s\t%s%s\n' "$label" "$virtual" "$reals" >>"$pairs"
 }
 
-real_run() {  # ROUND INJECT L S args...: sets $real, the results file
-  local tag="${2:+-inject-${2//[:.]/_}}"
-  ASGD_INJECT_SERVER="$2" "$mpiexec" -n $(($3 + $4)) "$asgd" train "${@:5}" --results "$out/results" \
-    --suite "real$1$tag" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
+real_run() {  # ROUND INJECT TAG L S args...: sets $real, the results file
+  ASGD_INJECT_SERVER="$2" "$mpiexec" -n $(($4 + $5)) "$asgd" train "${@:6}" --results "$out/results" \
+    --suite "real$1$3" -q >"$out/real.log" 2>&1 || { cat "$out/real.log" >&2; exit 1; }
   real=$(sed -n 's/.*results \(.*\.h5\)$/\1/p' "$out/real.log" | tail -1)
 }
 

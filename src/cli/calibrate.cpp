@@ -345,7 +345,7 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
     await(0);
   }
   const int per = std::max(2, o.steps / 2);
-  std::vector<double> alone, together, ratios;
+  std::vector<double> alone, ratios;  // rank 0: each round's
   for (int round = 0; round < kCoresProbeRounds; ++round) {
     double a = 0, t = 0;
     if (comm.rank() == 1) {
@@ -364,10 +364,10 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
     std::vector<double> all(static_cast<std::size_t>(C + 1));
     ps::mpi_check(MPI_Gather(&t, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
     ps::mpi_check(MPI_Bcast(&a, 1, MPI_DOUBLE, 1, comm.get()), "Bcast");
+    if (comm.rank() != 0) continue;
     double mean = 0;
     for (int q = 1; q <= C; ++q) mean += all[static_cast<std::size_t>(q)] / C;
     alone.push_back(a);
-    together.push_back(mean);
     ratios.push_back(mean / a);
   }
   st.reset();
