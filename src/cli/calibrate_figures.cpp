@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -96,17 +98,43 @@ void per_push_figure(perf::Profile& p) {
 
 namespace {
 
+// The CPUs this process may run on (its affinity mask), in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// Runs the calling thread on CPU `cpu` only (no-op for cpu < 0).
+void pin_to(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 // A doorbell's wake-up (ps/doorbell.hpp): a thread sleeps on a bell in
 // process-shared memory as a waiting rank does, another rings it 200 us
 // later; the seconds from the ring to the sleeper's return, median of `n`.
+// Ranks wait on other cores than the ones that ring them: where two CPUs are
+// allowed the two threads run on different ones (an idle CPU's wake-up is
+// most of the figure in a virtual machine), else on the same.
 double doorbell_wake_s(int n) {
   void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw Error("asgd calibrate: mmap of one page for the doorbell probe failed");
   auto* bell = static_cast<std::uint32_t*>(mem);
+  const std::vector<int> cpus = allowed_cpus();
+  const int ringer_cpu = cpus.size() >= 2 ? cpus[0] : -1, sleeper_cpu = cpus.size() >= 2 ? cpus[1] : -1;
   std::atomic<int> asleep{0};
   std::atomic<Clock::time_point::rep> rung{0};
   std::vector<double> took;
   std::thread sleeper([&] {
+    pin_to(sleeper_cpu);
     for (int i = 0; i < n; ++i) {
       const std::uint32_t seen = ps::bell_value(bell);
       asleep.store(i + 1);
@@ -115,12 +143,16 @@ double doorbell_wake_s(int n) {
       took.push_back(std::max(0.0, 1e-9 * static_cast<double>(woke - rung.load())));
     }
   });
-  for (int i = 0; i < n; ++i) {
-    while (asleep.load() != i + 1) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    rung.store(Clock::now().time_since_epoch().count());
-    ps::ring_bell(bell);
-  }
+  std::thread ringer([&] {
+    pin_to(ringer_cpu);
+    for (int i = 0; i < n; ++i) {
+      while (asleep.load() != i + 1) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      rung.store(Clock::now().time_since_epoch().count());
+      ps::ring_bell(bell);
+    }
+  });
+  ringer.join();
   sleeper.join();
   munmap(mem, 4096);
   std::nth_element(took.begin(), took.begin() + n / 2, took.end());
@@ -157,8 +189,9 @@ void wake_figures(perf::Profile& p) {
   const int n = 201;
   p.wake->doorbell_s = measured(doorbell_wake_s(n),
                                 fmt::format("asgd calibrate {}: from a doorbell's ring to the return of a thread "
-                                            "sleeping on it (ps/doorbell.hpp), a ring 200 us into each sleep, "
-                                            "median of {}", today(), n));
+                                            "sleeping on it (ps/doorbell.hpp) on {}, a ring 200 us into each "
+                                            "sleep, median of {}", today(),
+                                            allowed_cpus().size() >= 2 ? "another CPU" : "the same CPU", n));
   spdlog::info("wake     a doorbell ends a sleep {:.1f} us after its ring", 1e6 * p.wake->doorbell_s->value);
 }
 

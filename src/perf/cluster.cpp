@@ -180,8 +180,8 @@ void Cluster::handle(const Tag& tag) {
     case Kind::shard_woken:
       if (spec_.duplex)
         received(k, l);
-      else
-        transfer(l, k, bytes(k), Tag{Kind::recv, l, k}, true);
+      else  // the gradient is in the learner's window already: a header moves, no bytes
+        transfer(l, k, 0.0, Tag{Kind::recv, l, k}, true);
       return;
     case Kind::reply_sent:
       if (--shards_[static_cast<std::size_t>(k)].sends_pending == 0) try_start(k);

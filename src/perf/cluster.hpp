@@ -6,7 +6,8 @@
 //    host staging), n local compute steps (each its own draw), then its push
 //    goes to every shard, one shard at a time.
 //  - Each shard handles one push at a time, in the order the pushes were
-//    made: it receives the push (a transfer), adds it (accumulate cost per
+//    made: it receives the push (a transfer; over shared windows a header, the
+//    gradient being in the learner's window), adds it (accumulate cost per
 //    parameter, plus the update cost when it completes an update of c
 //    gradients, plus injected costs), sends the learners the push releases
 //    its replies (transfers), and then takes the next push. The run

@@ -70,11 +70,15 @@ template <class Done>
 void backoff(Done&& done, Wait kind, const char* what) {
   const auto t0 = Clock::now();
   const Policy policy = wait_policy();
-  const auto spin = spin_phase(policy, kind);
-  while (Clock::now() - t0 < spin) {
-    if (done()) return;
-    if (policy == Policy::yield) std::this_thread::yield();
-  }
+  const auto poll_for = [&](Clock::duration d) {
+    const auto from = Clock::now();
+    while (Clock::now() - from < d) {
+      if (done()) return true;
+      if (policy == Policy::yield) std::this_thread::yield();
+    }
+    return false;
+  };
+  if (poll_for(spin_phase(policy, kind))) return;
   auto pause = std::chrono::microseconds(1);
   int polls = 0;
   const std::uint32_t* bell = own_bell();
@@ -87,6 +91,14 @@ void backoff(Done&& done, Wait kind, const char* what) {
     else
       std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kMaxPause);
+    // Rung: a message is on its way. The ring follows MPI_Isend's return, and
+    // the message may not be visible to this rank's probe for some
+    // microseconds more: poll for it (one event's spin phase), then sleep
+    // from the shortest pause again, instead of the next, longer one.
+    if (bell != nullptr && bell_value(bell) != seen) {
+      if (poll_for(spin_phase(policy, Wait::event))) return;
+      pause = std::chrono::microseconds(1);
+    }
     if (g_stall_s > 0 && ++polls % 256 == 0) {
       const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
       if (waited > g_stall_s) stalled(waited, what);

@@ -45,8 +45,10 @@ TEST(Cluster, OneLearnerCycleIsPullComputePushApply) {
   s.update_s_per_param = 2e-9;
   Cluster c(s, [](int) { return 0.05; });
   c.start(1.0);
+  // the reply copies the weights; the push is a header (the gradient is in
+  // the learner's window already): its latency only
   const double transfer = 3e-5 + 4e6 / 4e9;
-  const double cycle = 2 * transfer + 0.05 + 1e6 * 3e-9;
+  const double cycle = transfer + 3e-5 + 0.05 + 1e6 * 3e-9;
   const auto t = async_times(c, 3);
   ASSERT_EQ(t.size(), 3u);
   EXPECT_NEAR(t[0], 1.0 + cycle, 1e-12);
@@ -56,7 +58,7 @@ TEST(Cluster, OneLearnerCycleIsPullComputePushApply) {
 }
 
 // Learners that read the weights in the shards' windows: a reply is its
-// latency only, the push still moves its bytes.
+// latency only, as the push is.
 TEST(Cluster, RepliesReadInPlaceCarryNoBytes) {
   ClusterSpec s = one(1e6);  // 4 MB each way
   s.learner_latency_s = 1e-5;
@@ -66,7 +68,7 @@ TEST(Cluster, RepliesReadInPlaceCarryNoBytes) {
   s.replies_in_place = true;
   Cluster c(s, [](int) { return 0.05; });
   c.start(1.0);
-  const double push = 3e-5 + 4e6 / 4e9, reply = 3e-5;
+  const double push = 3e-5, reply = 3e-5;
   const double cycle = push + reply + 0.05 + 1e6 * 2e-9;
   const auto t = async_times(c, 3);
   ASSERT_EQ(t.size(), 3u);
@@ -122,9 +124,9 @@ TEST(Cluster, ALinkIsSharedByItsTransfers) {
   Cluster c(s, [](int) { return 0.5; });
   c.start(0);
   // the two first replies share the shard's link: both done at 2 ms; both
-  // push at 0.502; the shard receives one at a time: the first at 0.503
+  // push (headers) at 0.502; the shard takes learner 0's first
   EXPECT_EQ(c.next(), 0);
-  EXPECT_NEAR(c.now(), 0.503, 1e-12);
+  EXPECT_NEAR(c.now(), 0.502, 1e-12);
   EXPECT_NEAR(c.times(0).pull_s, 0.002, 1e-12);
 }
 
@@ -159,9 +161,10 @@ TEST(Cluster, ShardsSplitTheBytesAndTheApply) {
   s.accumulate_s_per_param = 2e-9;  // 1 ms per shard
   Cluster c(s, [](int) { return 0.01; });
   c.start(0);
-  // replies: the learner's link (unlimited) takes both shards' at once: 1 ms
+  // replies: the learner's link (unlimited) takes both shards' at once: 1 ms;
+  // the push is headers; each shard applies its half at once: 1 ms
   EXPECT_EQ(c.next(), 0);
-  EXPECT_NEAR(c.now(), 0.001 + 0.01 + 0.001 + 0.001, 1e-12);
+  EXPECT_NEAR(c.now(), 0.001 + 0.01 + 0.001, 1e-12);
 }
 
 TEST(Cluster, InjectedByteCostOnEveryTransferAtTheShard) {
@@ -225,10 +228,11 @@ TEST(Cluster, MessagesRepliesAndPushesGoAtOnce) {
 }
 
 // One learner, two shards of 4 and 12 MB, its link 4 GB/s the bottleneck.
-// Its push goes to one shard at a time (shard 0's part first) either way.
-// Messages: shard 0 replies as soon as it has applied its part, while the
-// part for shard 1 still flows; the reply and that part each take one side
-// of the learner's link. Shared windows: the reply and the part share it.
+// Messages: its push goes to one shard at a time (shard 0's part first), and
+// shard 0 replies as soon as it has applied its part, while the part for
+// shard 1 still flows; the reply and that part each take one side of the
+// learner's link. Shared windows: the push is headers (the gradient is in the
+// learner's window), the replies share the link.
 TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
   const auto run = [](bool duplex) {
     ClusterSpec s;
@@ -249,14 +253,14 @@ TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
   // its reply arrives at 21 ms; push at 31 ms, shard 0's part at 32 ms
   EXPECT_NEAR(dt[1], 0.032, 1e-12);
   EXPECT_NEAR(dpull, 0.004 + 0.006, 1e-12);
-  // shared: push at 14 ms, shard 0 has its 4 MB at 15 ms
+  // shared: the replies share the link (shard 0's done at 2 ms, shard 1's
+  // at 4 ms); the push is headers to both shards at 14 ms
   const auto [st, spull] = run(false);
   ASSERT_EQ(st.size(), 2u);
-  EXPECT_NEAR(st[0], 0.015, 1e-12);
-  // shared: shard 0's reply and the push to shard 1 share the link (17 and
-  // 19 ms), shard 1's reply arrives at 22 ms
-  EXPECT_NEAR(st[1], 0.033, 1e-12);
-  EXPECT_NEAR(spull, 0.004 + 0.007, 1e-12);
+  EXPECT_NEAR(st[0], 0.014, 1e-12);
+  // and again: replies by 18 ms, headers at 28 ms
+  EXPECT_NEAR(st[1], 0.028, 1e-12);
+  EXPECT_NEAR(spull, 0.004 + 0.004, 1e-12);
 }
 
 // A send is done when the rest fits the sender's buffers: one learner, two
@@ -581,8 +585,8 @@ TEST(Cluster, AShardNoticesTheCopiesOfItsReplyAtAPoll) {
   ASSERT_EQ(t.size(), 3u);
   // reply 100 us; the learner, 100 us into its wait, starts 13 us late (poll at 113);
   // the shard, 100 us into its wait for the copy, goes on at 113 too, idles 1000 us
-  // and takes the push 61 us late (poll at 1061 of that wait); the push takes 100 us.
-  EXPECT_NEAR(t[1] - t[0], 100e-6 + 13e-6 + 1e-3 + 61e-6 + 100e-6, 1e-12);
+  // and takes the push (a header) 61 us late (poll at 1061 of that wait).
+  EXPECT_NEAR(t[1] - t[0], 100e-6 + 13e-6 + 1e-3 + 61e-6, 1e-12);
   EXPECT_NEAR(t[2] - t[1], t[1] - t[0], 1e-12);
 }
 
