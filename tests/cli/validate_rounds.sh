@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
 # asgd calibrate's cores probe (interleaved rounds, their median) and
 # tools/validate_model.py's rounds: lines with one label are rounds of one
-# configuration, the row is the round of median ratio, exit 1 when a row is out.
+# configuration, the row is the round of median ratio, exit 1 when a row is out;
+# validate_model.sh -R refuses a folder that is no earlier study, or the -o folder.
 # Usage: validate_rounds.sh ASGD MPIEXEC
 set -uo pipefail
 asgd=$1 mpiexec=$2
 source "$(dirname "$0")/expect_lib.sh"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+
+# validate_model.sh -R: an earlier study's folder without its files, or the same folder as -o:
+# one line, exit 2, before any run
+for bad in "-R $work/none" "-R $work -o $work"; do
+  mkdir -p "$work"
+  [[ $bad == *"-o"* ]] && { : >"$work/pairs.tsv"; : >"$work/profile.yaml"; }
+  # shellcheck disable=SC2086
+  ASGD="$asgd" timeout 60 "$root/tools/validate_model.sh" $bad >"$work/out" 2>"$work/err"
+  rc=$?
+  if (( rc == 2 )) && [[ $(wc -l <"$work/err") == 1 ]] && grep -q -- '-R' "$work/err" && [[ ! -s $work/out ]]; then
+    pass "validate_model.sh $bad: refused"
+  else
+    fail "validate_model.sh $bad: rc=$rc $(cat "$work/err")"
+  fi
+  rm -f "$work/pairs.tsv" "$work/profile.yaml"
+done
+
 have_h5py || { echo "skipped: no h5py for /usr/bin/python3"; exit 77; }
 
 if ! timeout 300 "$asgd" calibrate --out "$work/p1.yaml" --models mlp --batch 16 --steps 4 --mpiexec "$mpiexec" \
