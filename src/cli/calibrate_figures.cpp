@@ -121,14 +121,13 @@ void pin_to(int cpu) {
 // A doorbell's wake-up (ps/doorbell.hpp): a thread sleeps on a bell in
 // process-shared memory as a waiting rank does, another rings it 200 us
 // later; the seconds from the ring to the sleeper's return, median of `n`.
-// Ranks wait on other cores than the ones that ring them: where two CPUs are
-// allowed the two threads run on different ones (an idle CPU's wake-up is
-// most of the figure in a virtual machine), else on the same.
-double doorbell_wake_s(int n) {
+// Ranks wait on other cores than the ones that ring them: where `cpus` holds
+// two CPUs the two threads run on the first two (an idle CPU's wake-up is
+// most of the figure in a virtual machine), else where the kernel puts them.
+double doorbell_wake_s(int n, const std::vector<int>& cpus) {
   void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) throw Error("asgd calibrate: mmap of one page for the doorbell probe failed");
   auto* bell = static_cast<std::uint32_t*>(mem);
-  const std::vector<int> cpus = allowed_cpus();
   const int ringer_cpu = cpus.size() >= 2 ? cpus[0] : -1, sleeper_cpu = cpus.size() >= 2 ? cpus[1] : -1;
   std::atomic<int> asleep{0};
   std::atomic<Clock::time_point::rep> rung{0};
@@ -187,11 +186,12 @@ void wake_figures(perf::Profile& p) {
                1e6 * w.spin_s, 1e6 * w.max_pause_s, 1e6 * p.wake->overshoot_s.value);
   if (!ps::doorbells_wanted()) return;
   const int n = 201;
-  p.wake->doorbell_s = measured(doorbell_wake_s(n),
+  const std::vector<int> cpus = allowed_cpus();
+  p.wake->doorbell_s = measured(doorbell_wake_s(n, cpus),
                                 fmt::format("asgd calibrate {}: from a doorbell's ring to the return of a thread "
                                             "sleeping on it (ps/doorbell.hpp) on {}, a ring 200 us into each "
                                             "sleep, median of {}", today(),
-                                            allowed_cpus().size() >= 2 ? "another CPU" : "the same CPU", n));
+                                            cpus.size() >= 2 ? "another CPU" : "the same CPU", n));
   spdlog::info("wake     a doorbell ends a sleep {:.1f} us after its ring", 1e6 * p.wake->doorbell_s->value);
 }
 
