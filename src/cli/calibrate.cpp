@@ -28,6 +28,7 @@
 #include "cli/calibrate_figures.hpp"
 #include "cli/commands.hpp"
 #include "cli/kokkos_scope.hpp"
+#include "cli/stepper.hpp"
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -35,6 +36,7 @@
 #include "common/process.hpp"
 #include "common/runinfo.hpp"
 #include "common/text.hpp"
+#include "perf/wake.hpp"
 #include "ps/exchange_probe.hpp"
 #include "ps/local_steps.hpp"
 #include "ps/mpi_util.hpp"
@@ -47,58 +49,7 @@ namespace asgd::cli {
 
 namespace {
 
-
-struct Stats {
-  double mean = 0, cv = 0;
-};
 constexpr int kCoresProbeRounds = 5;  // the cores probe's interleaved rounds of alone and together
-Stats stats(const std::vector<double>& x) {
-  double m = 0, v = 0;
-  for (double t : x) m += t;
-  m /= static_cast<double>(x.size());
-  for (double t : x) v += (t - m) * (t - m);
-  v /= static_cast<double>(std::max<std::size_t>(1, x.size() - 1));
-  return {m, m > 0 ? std::sqrt(v) / m : 0};
-}
-
-// Minibatch gradients of one model (forward, loss, backward: a learner's
-// local step) on the engine of a run.
-class Stepper {
- public:
-  Stepper(const std::string& model, int batch, int threads) : cfg_(config(model, batch, threads)),
-        run_(ps::load_run(cfg_, batch, "cpu")), rule_(cfg_), local_(cfg_, rule_, run_.data.train),
-        sampler_(run_.data.train.n, cfg_.seed, 0, 1, cfg_.batch) {}
-  index_t n_params() const { return run_.engine->n_params(); }
-  // n untimed, then the seconds of each of `timed`
-  std::vector<double> times(int untimed, int timed) {
-    for (int i = 0; i < untimed; ++i) local_.gradient(*run_.engine, sampler_, 0, step_);
-    run_.engine->synchronize();
-    std::vector<double> t;
-    for (int i = 0; i < timed; ++i) {
-      const auto t0 = Clock::now();
-      local_.gradient(*run_.engine, sampler_, 0, step_);
-      run_.engine->synchronize();
-      t.push_back(seconds_since(t0));
-    }
-    return t;
-  }
-
- private:
-  static TrainConfig config(const std::string& model, int batch, int threads) {
-    TrainConfig cfg;
-    cfg.model = model;
-    cfg.batch = batch;
-    cfg.threads = threads;
-    check(cfg);
-    return cfg;
-  }
-  TrainConfig cfg_;
-  ps::RunSetup run_;
-  ps::UpdateRule rule_;
-  ps::LocalSteps local_;
-  data::Sampler sampler_;
-  std::int64_t step_ = 0;
-};
 
 // One model's compute entry; its parameter count through n_params.
 perf::ComputeEntry compute_entry(const CalibrateOptions& o, const std::string& model, int batch, index_t& n_params) {
@@ -152,19 +103,31 @@ void cpu_figure(const nlohmann::json& j, perf::Profile& p) {
                1e-6 * moved);
 }
 
-void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) {
+// Runs this binary's hidden `--NAME-probe` on `ranks` ranks (o.mpiexec) with
+// `args`; returns the JSON it wrote, which must hold `key`. Its output stays
+// in a temporary folder when it fails (the error names it).
+nlohmann::json run_probe(const CalibrateOptions& o, const std::string& name, int ranks,
+                         const std::vector<std::string>& args, const char* key, const std::string& what) {
   const std::string dir = std::filesystem::temp_directory_path() / fmt::format("asgd-calibrate-{}", ::getpid());
   std::filesystem::create_directories(dir);
-  const std::string out = dir + "/probe.json", log = dir + "/probe.log";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  spdlog::info("links    {} -n 2 {} calibrate --link-probe (sizes 4 KiB to {:.1f} MB)", o.mpiexec, self,
-               4e-6 * static_cast<double>(largest));
-  const std::string err = run_process({o.mpiexec, "-n", "2", self, "calibrate", "--link-probe", out,
-                                       "--largest", std::to_string(largest)}, log, 300);
-  if (!err.empty()) throw Error(fmt::format("calibrate: the link probe failed ({}); its output: {}", err, log));
+  const std::string out = dir + "/" + name + ".json", log = dir + "/" + name + ".log";
+  std::vector<std::string> cmd{o.mpiexec, "-n", std::to_string(ranks), std::filesystem::read_symlink("/proc/self/exe"),
+                               "calibrate", "--" + name + "-probe", out};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  spdlog::info("{:<8} {} -n {} {} calibrate --{}-probe ({})", name == "link" ? "links" : name, o.mpiexec, ranks, cmd[3],
+               name, what);
+  const std::string err = run_process(cmd, log, 600);
+  if (!err.empty()) throw Error(fmt::format("calibrate: the {} probe failed ({}); its output: {}", name, err, log));
   std::ifstream in(out);
-  const auto j = parse_json_bounded<nlohmann::json>(std::string(std::istreambuf_iterator<char>(in), {}));
-  if (!j.is_object() || !j.contains("messages")) throw Error("calibrate: the link probe wrote no result: " + out);
+  auto j = parse_json_bounded<nlohmann::json>(std::string(std::istreambuf_iterator<char>(in), {}));
+  if (!j.is_object() || !j.contains(key)) throw Error(fmt::format("calibrate: the {} probe wrote no result: {}", name, out));
+  std::filesystem::remove_all(dir);
+  return j;
+}
+
+void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) {
+  const auto j = run_probe(o, "link", 2, {"--largest", std::to_string(largest)}, "messages",
+                           fmt::format("sizes 4 KiB to {:.1f} MB", 4e-6 * static_cast<double>(largest)));
   const bool shm = j.contains("shm");
   const auto [a, b] = fit(j[shm ? "shm" : "messages"]);
   const auto [am, bm] = fit(j["messages"]);
@@ -203,7 +166,6 @@ void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) 
     spdlog::info("links    a send is done with {:.2f} MB still to arrive (send buffers)", 1e-6 * p.send_buffer_bytes->value);
   spdlog::info("links    latency {:.1f} us per endpoint, {:.2f} GB/s ({}, ranks {})", 1e6 * a / 4, 2e-9 / b,
                shm ? "shared windows" : "messages", where);
-  std::filesystem::remove_all(dir);
 }
 
 // What a waiting rank takes from working ones when ranks outnumber cores:
@@ -211,32 +173,29 @@ void link_figures(const CalibrateOptions& o, perf::Profile& p, index_t largest) 
 // together at rate r = alone / together = C / (C + load).
 void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
   const int C = static_cast<int>(p.cores->value);
-  const std::string dir = std::filesystem::temp_directory_path() / fmt::format("asgd-calibrate-{}", ::getpid());
-  std::filesystem::create_directories(dir);
-  const std::string out = dir + "/cores.json", log = dir + "/cores.log";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   const std::string model = o.models.front(), batch = std::to_string(o.batches.front());
-  spdlog::info("cores    {} -n {} {} calibrate --cores-probe ({} computing, 1 waiting)", o.mpiexec, C + 1, self, C);
-  const std::string err = run_process({o.mpiexec, "-n", std::to_string(C + 1), self, "calibrate", "--cores-probe", out,
-                                       "--models", model, "--batch", batch, "--threads", std::to_string(o.threads),
-                                       "--steps", std::to_string(o.steps)}, log, 600);
-  if (!err.empty()) throw Error(fmt::format("calibrate: the cores probe failed ({}); its output: {}", err, log));
-  std::ifstream in(out);
-  const auto j = parse_json_bounded<nlohmann::json>(std::string(std::istreambuf_iterator<char>(in), {}));
-  if (!j.is_object() || !j.contains("alone") || !j.contains("together"))
-    throw Error("calibrate: the cores probe wrote no result: " + out);
-  const double alone = j["alone"].get<double>(), together = j["together"].get<double>();
-  const double load = std::clamp(C * (together / alone - 1), 0.0, 1.0);
-  p.waiting_rank_load = measured(
-      load, fmt::format("asgd calibrate {}: mpiexec -n {}: {} interleaved rounds of {} minibatches of {} at batch "
-                        "{} on one rank alone, then on {} ranks at once while one more rank waits politely for a "
-                        "message; median alone {} ms, together {} ms (the median round's ratio); "
-                        "load = cores x (together / alone - 1), clamped to 0..1",
-                        today(), C + 1, kCoresProbeRounds, std::max(2, o.steps / 2), model, batch, 1e3 * alone,
-                        1e3 * together, C));
-  spdlog::info("cores    {:.2f} ms alone, {:.2f} ms with {} at once + 1 waiting: a waiting rank takes {:.3f} of a core",
-               1e3 * alone, 1e3 * together, C, load);
-  std::filesystem::remove_all(dir);
+  const auto j = run_probe(o, "cores", C + 1,
+                           {"--models", model, "--batch", batch, "--threads", std::to_string(o.threads), "--steps",
+                            std::to_string(o.steps)},
+                           "together_brief", fmt::format("{} computing, 1 waiting", C));
+  const double alone = j.at("alone").get<double>();
+  const auto load_of = [&](const char* key, const std::string& waits) {
+    const double together = j.at(key).get<double>();
+    const double load = std::clamp(C * (together / alone - 1), 0.0, 1.0);
+    spdlog::info("cores    {:.2f} ms alone, {:.2f} ms with {} at once + 1 waiting ({}): a waiting rank takes {:.3f} "
+                 "of a core",
+                 1e3 * alone, 1e3 * together, C, waits, load);
+    return measured(
+        load, fmt::format("asgd calibrate {}: mpiexec -n {}: {} interleaved rounds of {} minibatches of {} at batch "
+                          "{} on one rank alone, then on {} ranks at once while one more rank waits politely for a "
+                          "message ({}); median alone {} ms, together {} ms (the median round's ratio); "
+                          "load = cores x (together / alone - 1), clamped to 0..1",
+                          today(), C + 1, kCoresProbeRounds, std::max(2, o.steps / 2), model, batch, C, waits,
+                          1e3 * alone, 1e3 * together));
+  };
+  p.waiting_rank_load = load_of("together", "one wait");
+  p.brief_wait_load = load_of("together_brief", fmt::format("in waits of {:g} ms, each from its spin phase on",
+                                                            1e3 * perf::kBriefWait_s));
 }
 
 }  // namespace
@@ -310,71 +269,82 @@ void probe_tell(const ps::Comm& comm, int to) {
   MPI_Request r = ps::isend(token, to, 1, comm.get());
   ps::polite_wait(r, ps::Wait::transfer);
 }
-void probe_await(const ps::Comm& comm, int from) {
+// brief: in waits of perf::kBriefWait_s, each from its spin phase on
+void probe_await(const ps::Comm& comm, int from, bool brief = false) {
   char token = 0;
-  ps::polite_probe(from, 1, comm.get());
+  if (brief)
+    while (!ps::polite_probe_for(from, 1, comm.get(), perf::kBriefWait_s)) {
+    }
+  else
+    ps::polite_probe(from, 1, comm.get());
   MPI_Request r = ps::irecv(token, from, 1, comm.get());
   ps::polite_wait(r, ps::Wait::event);
+}
+// Ranks 1..C tell rank 0 and wait for it; rank 0 waits for each (`brief`: in
+// brief waits), then tells them all.
+void probe_meet(const ps::Comm& comm, bool brief) {
+  if (comm.rank() > 0) {
+    probe_tell(comm, 0);
+    probe_await(comm, 0);
+    return;
+  }
+  for (int q = 1; q < comm.size(); ++q) probe_await(comm, q, brief);
+  for (int q = 1; q < comm.size(); ++q) probe_tell(comm, q);
 }
 
 }  // namespace
 
 // Interleaved rounds: rank 1 alone while the others wait politely, then all C
-// at once while rank 0 waits; each round's ratio together / alone, their
-// median written (the machine's speed moves between seconds apart: one pair of
-// timings moves the load by several times its value).
+// at once while rank 0 waits (one wait), then all C at once again while rank 0
+// waits in brief waits (perf::kBriefWait_s each, as a rank answering often
+// does); each round's ratios together / alone, their medians written (the
+// machine's speed moves between seconds apart: one pair of timings moves the
+// load by several times its value).
 int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
   const ps::Comm comm(MPI_COMM_WORLD);
   const int C = comm.size() - 1;
   if (C < 1) throw Error("calibrate --cores-probe: run with mpiexec -n cores+1");
   std::optional<KokkosScope> kokkos;
   std::optional<Stepper> st;
-  const auto tell = [&](int to) { probe_tell(comm, to); };
-  const auto await = [&](int from) { probe_await(comm, from); };
   if (comm.rank() > 0) {
     kokkos.emplace(o.threads);
     st.emplace(o.models.front(), o.batches.front(), o.threads);
     st->times(2, 0);
   }
-  // everyone ready
-  if (comm.rank() > 0) tell(0);
-  if (comm.rank() == 0) {
-    for (int q = 1; q <= C; ++q) await(q);
-    for (int q = 1; q <= C; ++q) tell(q);
-  } else {
-    await(0);
-  }
+  probe_meet(comm, false);  // everyone ready
   const int per = std::max(2, o.steps / 2);
-  std::vector<double> alone, ratios;  // rank 0: each round's
+  std::vector<double> alone, ratios[2];  // rank 0: each round's
   for (int round = 0; round < kCoresProbeRounds; ++round) {
-    double a = 0, t = 0;
+    double a = 0, t[2] = {0, 0};
     if (comm.rank() == 1) {
       a = stats(st->times(0, per)).mean;
       for (int q = 0; q <= C; ++q)
-        if (q != 1) tell(q);
+        if (q != 1) probe_tell(comm, q);
     } else {
-      await(1);
+      probe_await(comm, 1);
     }
-    if (comm.rank() > 0) {
-      t = stats(st->times(0, per)).mean;
-      tell(0);
-    } else {
-      for (int q = 1; q <= C; ++q) await(q);
+    for (int brief = 0; brief < 2; ++brief) {  // all at once: rank 0 in one wait, then in brief ones
+      if (comm.rank() > 0) t[brief] = stats(st->times(0, per)).mean;
+      probe_meet(comm, brief == 1);
     }
-    std::vector<double> all(static_cast<std::size_t>(C + 1));
-    ps::mpi_check(MPI_Gather(&t, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
+    std::vector<double> all(static_cast<std::size_t>(2 * (C + 1)));
+    ps::mpi_check(MPI_Gather(t, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, comm.get()), "Gather");
     ps::mpi_check(MPI_Bcast(&a, 1, MPI_DOUBLE, 1, comm.get()), "Bcast");
     if (comm.rank() != 0) continue;
-    double mean = 0;
-    for (int q = 1; q <= C; ++q) mean += all[static_cast<std::size_t>(q)] / C;
     alone.push_back(a);
-    ratios.push_back(mean / a);
+    for (int b = 0; b < 2; ++b) {
+      double mean = 0;
+      for (int q = 1; q <= C; ++q) mean += all[static_cast<std::size_t>(2 * q + b)] / C;
+      ratios[b].push_back(mean / a);
+    }
   }
   st.reset();
   if (comm.rank() == 0) {
-    const double ratio = report::median(ratios), a1 = report::median(alone);
-    write_file_atomic(o.cores_probe, nlohmann::json{{"alone", a1}, {"together", a1 * ratio},
-                                                    {"rounds", kCoresProbeRounds}, {"per_round", per}}.dump());
+    const double a1 = report::median(alone);
+    write_file_atomic(o.cores_probe, nlohmann::json{{"alone", a1}, {"together", a1 * report::median(ratios[0])},
+                                                    {"together_brief", a1 * report::median(ratios[1])},
+                                                    {"rounds", kCoresProbeRounds}, {"per_round", per}}
+                                         .dump());
   }
   return 0;
 }

@@ -48,9 +48,9 @@ Cluster::Cluster(ClusterSpec spec, std::function<double(int)> draw)
   idle_since_.assign(S, -1);
   awaits_since_.assign(L, -1);
   off_cores_since_.assign(L + S, -1);
-  // a poll's CPU, from the load of a rank that has waited long (one poll per
-  // max_pause_s + overshoot_s, as the calibration's cores probe measured it)
-  if (spec_.wake.on) per_poll_s_ = spec_.waiting_rank_load * (spec_.wake.max_pause_s + spec_.wake.overshoot_s);
+  // what a waiting rank costs: from the loads of a rank that has waited long
+  // and of one whose waits are brief (the calibration's cores probe)
+  poll_cost_ = poll_cost(spec_.wake, spec_.waiting_rank_load, spec_.brief_wait_load);
 }
 
 // A waiting rank's polls thin out: the cores' shares change (unless that
@@ -70,7 +70,7 @@ void Cluster::rerate(const Tag& tag) {
 // changes.
 void Cluster::waits_from(int r) {
   off_cores_since_[static_cast<std::size_t>(r)] = now_;
-  if (per_poll_s_ <= 0 || cores_res_ < 0 || spec_.learners + spec_.shards <= spec_.cores) return;
+  if (poll_cost_.per_poll_s <= 0 || cores_res_ < 0 || spec_.learners + spec_.shards <= spec_.cores) return;
   const double next = next_load_change(spec_.wake, 0);
   if (next == kInf) return;
   Tag t{Kind::rerate, r};

@@ -36,11 +36,14 @@
 //  - CPU work (compute steps, a shard's apply) shares `cores` processors
 //    when the ranks (learners + shards) outnumber them: each working rank
 //    runs at min(1, cores / (working + waiting load)), where a waiting rank
-//    (MPI's polite waits) takes what its polls cost: with a `wake` schedule
-//    a poll costs waiting_rank_load x (max_pause_s + overshoot_s) of CPU
-//    (the calibration measures a rank that has waited long) over the spacing
-//    of its polls at the moment (perf/wake.hpp wait_load), so a rank early in
-//    its wait takes more; without one, `waiting_rank_load` of a core. 0
+//    (MPI's polite waits) takes a share of a core while it waits and what
+//    its polls cost (perf/wake.hpp PollCost): with a `wake` schedule the two
+//    come from the calibration's loads of a rank that has waited long
+//    (waiting_rank_load) and of one whose waits are brief (brief_wait_load;
+//    without it a poll costs waiting_rank_load x (max_pause_s + overshoot_s)
+//    and the wait nothing else), and a poll's cost is spread over the spacing
+//    of its polls at the moment (wait_load), so a rank early in its wait takes
+//    more; without one, `waiting_rank_load` of a core. 0
 //    cores: each rank has its own. A shard's apply adds `per_push_s` to each push.
 //    Over network links the bytes flowing take `cpu_s_per_byte` of the
 //    cores first (the kernel's network path), and the working ranks share
@@ -77,6 +80,7 @@ struct ClusterSpec {
   double inject_update_s = 0, inject_byte_s = 0;  // the real server's injected costs
   double cores = 0;                               // 0: unlimited
   double waiting_rank_load = 0;  // ranks outnumber cores: a waiting rank's share of a core
+  double brief_wait_load = -1;   // the same for waits of kBriefWait_s (perf/wake.hpp); negative: not measured
   double cycle_cpu_s = 0;        // CPU seconds a learner adds to each cycle's draw (nsync's local updates)
   double stage_s = 0;  // GPU learners: host staging per cycle (both ways)
   bool duplex = false;  // network links (see above); false: shared windows
@@ -246,7 +250,7 @@ class Cluster {
   // per rank (learners, then shards): off the cores since (-1: on them), for
   // the load of its polls (ranks outnumbering the cores)
   std::vector<double> off_cores_since_;
-  double per_poll_s_ = 0;
+  PollCost poll_cost_;
   double started_at_ = 0;
   std::vector<double> tokens_, quiet_from_;  // per resource: its bucket's bytes, idle since (-1: in use)
   int cores_res_ = -1, learner_tx0_ = 0, learner_rx0_ = 0, shard_tx0_ = 0, shard_rx0_ = 0;

@@ -71,10 +71,10 @@ void Cluster::rates() {
 // load where a poll's CPU is known (the wake schedule), else
 // waiting_rank_load each.
 double Cluster::waiting_load(double waiting) const {
-  if (per_poll_s_ <= 0) return spec_.waiting_rank_load * waiting;
+  if (poll_cost_.per_poll_s <= 0) return poll_cost_.per_wait * waiting;
   double load = 0;
   for (double since : off_cores_since_)
-    if (since >= 0) load += wait_load(spec_.wake, per_poll_s_, now_ - since);
+    if (since >= 0) load += wait_load(spec_.wake, poll_cost_, now_ - since);
   return load;
 }
 

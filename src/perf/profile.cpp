@@ -199,20 +199,29 @@ std::string find_profile(const std::string& path) {
   return std::filesystem::exists(there, ec) ? there : path;
 }
 
-Profile read_profile(const std::string& path) {
-  const Reader r(path);
-  YAML::Node root;
+namespace {
+// The file's YAML, its text and depth checked; one line naming the file and
+// the line where it is not YAML.
+YAML::Node load_yaml(const std::string& path) {
   const std::string text = read_text_file(path, "profile file", "profile " + path);
   check_yaml_text(text, "profile " + path);
+  YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("profile {}: line {}: not YAML: {}", path, e.mark.line + 1, e.msg));
   }
   check_yaml_depth(root, "profile " + path);
+  return root;
+}
+}  // namespace
+
+Profile read_profile(const std::string& path) {
+  const Reader r(path);
+  const YAML::Node root = load_yaml(path);
   if (!root.IsMap()) r.fail("(top)", "want a mapping of name, compute, link, server, ...");
-  r.only(root, "", {"name", "description", "machine", "cores", "waiting_rank_load", "wake", "compute", "link",
-                   "server", "inject"});
+  r.only(root, "", {"name", "description", "machine", "cores", "waiting_rank_load", "brief_wait_load", "wake", "compute",
+                   "link", "server", "inject"});
   Profile p;
   p.path = path;
   p.name = r.text(root["name"], "name", true);
@@ -221,6 +230,7 @@ Profile read_profile(const std::string& path) {
   p.machine = r.text(root["machine"], "machine", false);
   p.cores = r.optional_figure(root["cores"], "cores", kCores);
   p.waiting_rank_load = r.optional_figure(root["waiting_rank_load"], "waiting_rank_load", kShareOfCore);
+  p.brief_wait_load = r.optional_figure(root["brief_wait_load"], "brief_wait_load", kShareOfCore);
   const YAML::Node c = root["compute"];
   if (!c.IsDefined() || !c.IsSequence() || c.size() == 0) r.fail("compute", "want a list of at least one entry");
   for (std::size_t i = 0; i < c.size(); ++i) p.compute.push_back(r.compute(c[i], fmt::format("compute[{}]", i)));
@@ -287,6 +297,7 @@ std::string profile_yaml(const Profile& p) {
   if (!p.machine.empty()) o << "machine: " << quoted(p.machine) << "\n";
   if (p.cores) o << "cores: " << fig(*p.cores) << "\n";
   if (p.waiting_rank_load) o << "waiting_rank_load: " << fig(*p.waiting_rank_load) << "\n";
+  if (p.brief_wait_load) o << "brief_wait_load: " << fig(*p.brief_wait_load) << "\n";
   o << "compute:\n";
   for (const auto& e : p.compute) {
     if (e.seconds)

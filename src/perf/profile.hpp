@@ -70,6 +70,9 @@ struct Profile {
   // When ranks outnumber cores: the share of a core a rank that waits (MPI's
   // polite waits: spin, then sleep) still takes from the working ones.
   std::optional<Figure> waiting_rank_load;
+  // The same for a rank whose every wait ends after perf::kBriefWait_s (its
+  // polls dense): with both, the model tells a wait's cost from its polls'.
+  std::optional<Figure> brief_wait_load;
   std::vector<ComputeEntry> compute;
   Link learner, server;
   std::optional<Exchange> exchange;  // link.exchange

@@ -49,9 +49,37 @@ std::pair<double, double> stretch(const WakeSchedule& w, double waited) {
 
 }  // namespace
 
-double wait_load(const WakeSchedule& w, double per_poll_s, double waited) {
+double wait_load(const WakeSchedule& w, const PollCost& c, double waited) {
   const double gap = stretch(w, waited).first + w.overshoot_s;
-  return gap > 0 ? std::min(1.0, per_poll_s / gap) : 1.0;
+  return gap > 0 ? std::min(1.0, c.per_wait + c.per_poll_s / gap) : 1.0;
+}
+
+double mean_wait_load(const WakeSchedule& w, const PollCost& c, double span) {
+  if (span <= 0) return wait_load(w, c, 0);
+  double sum = 0;
+  for (double x = 0; x < span;) {
+    const double end = std::min(stretch(w, x).second, span);
+    sum += (end - x) * wait_load(w, c, x);
+    x = end;
+  }
+  return sum / span;
+}
+
+PollCost poll_cost(const WakeSchedule& w, double long_load, double brief_load) {
+  const double gap = w.max_pause_s + w.overshoot_s;
+  if (!w.on || gap <= 0) return {long_load, 0};
+  const auto with = [&](double per_poll_s) { return PollCost{std::max(0.0, long_load - per_poll_s / gap), per_poll_s}; };
+  const double dense = long_load * gap;  // per_wait 0
+  if (brief_load < 0 || brief_load >= mean_wait_load(w, with(dense), kBriefWait_s)) return with(dense);
+  if (brief_load <= long_load) return {long_load, 0};
+  // the mean over a brief wait grows with the polls' share (each poll's gap
+  // is at most the long wait's): bisection
+  double lo = 0, hi = dense;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (mean_wait_load(w, with(mid), kBriefWait_s) < brief_load ? lo : hi) = mid;
+  }
+  return with(0.5 * (lo + hi));
 }
 
 double next_load_change(const WakeSchedule& w, double waited) { return stretch(w, waited).second; }

@@ -260,6 +260,18 @@ MPI_Status polite_probe(int source, int tag, MPI_Comm comm, const char* what) {
   return polite_probe_any({{source, tag}}, comm, what);
 }
 
+bool polite_probe_for(int source, int tag, MPI_Comm comm, double seconds) {
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  int flag = 0;
+  backoff(
+      [&] {
+        mpi_check(MPI_Iprobe(source, tag, comm, &flag, MPI_STATUS_IGNORE), "Iprobe");
+        return flag != 0 || Clock::now() >= until;
+      },
+      Wait::event, "a message");
+  return flag != 0;
+}
+
 MPI_Status polite_probe_any(std::initializer_list<Want> wants, MPI_Comm comm, const char* what) {
   MPI_Status st{};
   backoff(

@@ -73,6 +73,11 @@ int polite_wait_any(int n, MPI_Request* reqs, Wait kind, const char* what);
 // Blocks (politely) until a message matching (source, tag) is available.
 MPI_Status polite_probe(int source, int tag, MPI_Comm comm, const char* what = "a message");
 
+// polite_probe that gives up after `seconds` (false: no message yet): each
+// call a wait of its own, from the spin phase on, as a rank whose waits
+// last that long has (the calibration's cores probe).
+bool polite_probe_for(int source, int tag, MPI_Comm comm, double seconds);
+
 // A message to wait for: (source, tag), MPI_ANY_SOURCE allowed.
 struct Want {
   int source, tag;

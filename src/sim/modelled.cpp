@@ -45,6 +45,7 @@ Modelled modelled(const TrainConfig& cfg, index_t n_params, double flops_per_sam
   s.inject_byte_s = p.inject_byte_s ? p.inject_byte_s->value : 0;
   s.cores = p.cores ? p.cores->value : 0;
   s.waiting_rank_load = p.waiting_rank_load ? p.waiting_rank_load->value : 0;
+  s.brief_wait_load = p.brief_wait_load ? p.brief_wait_load->value : -1;
   // a learner's local SGD update costs what a shard's does, per parameter
   s.cycle_cpu_s = local_updates * p.update_s_per_param.value * static_cast<double>(n_params);
   // GPU learners copy the weights to the device and the gradient back
@@ -83,6 +84,7 @@ nlohmann::json describe(const Modelled& m) {
           {"inject_byte_s", s.inject_byte_s},
           {"cores", s.cores},
           {"waiting_rank_load", s.waiting_rank_load},
+          {"brief_wait_load", s.brief_wait_load >= 0 ? nlohmann::json(s.brief_wait_load) : nlohmann::json(nullptr)},
           {"cycle_cpu_s", s.cycle_cpu_s},
           {"stage_s", s.stage_s},
           {"shards", s.shards},

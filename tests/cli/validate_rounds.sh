@@ -33,8 +33,15 @@ if ! timeout 300 "$asgd" calibrate --out "$work/p1.yaml" --models mlp --batch 16
 else
   line=$(grep '^waiting_rank_load:' "$work/p1.yaml")
   load=$(sed -n 's/^waiting_rank_load: {value: \([0-9.e+-]*\),.*/\1/p' <<<"$line")
+  cores=$(sed -n 's/^cores: {value: \([0-9]*\),.*/\1/p' "$work/p1.yaml")
+  # the note's figures are the load's: on CORES ranks, cores x (together / alone - 1)
   if grep -q '5 interleaved rounds of 2 minibatches of mlp at batch 16' <<<"$line" &&
-     awk -v x="$load" 'BEGIN { exit !(x >= 0 && x <= 1) }'; then
+     /usr/bin/python3 -c 'import re, sys
+line, load, cores = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+m = re.search(r"then on (\d+) ranks at once .* median alone ([0-9.e+-]+) ms, together ([0-9.e+-]+) ms", line)
+want = min(1.0, max(0.0, cores * (float(m.group(3)) / float(m.group(2)) - 1)))
+sys.exit(not (int(m.group(1)) == cores and abs(want - load) < 1e-6 + 1e-6 * load and 0 <= load <= 1))' \
+       "$line" "$load" "$cores"; then
     pass "cores probe: 5 interleaved rounds, load $load"
   else
     fail "cores probe: $line"

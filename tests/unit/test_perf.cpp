@@ -488,13 +488,13 @@ TEST(Wake, ADoorbellEndsTheWaitWhenItComesBeforeThePoll) {
 // once the pauses reach the longest.
 TEST(Wake, AWaitsLoadIsItsPollsCpuOverTheirSpacing) {
   const WakeSchedule w{50e-6, 8e-6, 2e-6, true};
-  EXPECT_NEAR(wait_load(w, 1e-6, 30e-6), 0.5, 1e-12);
-  EXPECT_NEAR(wait_load(w, 1e-6, 51e-6), 1.0 / 3, 1e-12);  // the 1 us pause: polls 3 us apart
-  EXPECT_NEAR(wait_load(w, 1e-6, 54e-6), 0.25, 1e-12);
-  EXPECT_NEAR(wait_load(w, 1e-6, 60e-6), 1.0 / 6, 1e-12);
-  EXPECT_NEAR(wait_load(w, 1e-6, 63e-6), 0.1, 1e-12);
-  EXPECT_NEAR(wait_load(w, 1e-6, 10.0), 0.1, 1e-12);
-  EXPECT_EQ(wait_load(w, 1.0, 30e-6), 1.0);  // never more than a core
+  EXPECT_NEAR(wait_load(w, PollCost{0, 1e-6}, 30e-6), 0.5, 1e-12);
+  EXPECT_NEAR(wait_load(w, PollCost{0, 1e-6}, 51e-6), 1.0 / 3, 1e-12);  // the 1 us pause: polls 3 us apart
+  EXPECT_NEAR(wait_load(w, PollCost{0, 1e-6}, 54e-6), 0.25, 1e-12);
+  EXPECT_NEAR(wait_load(w, PollCost{0, 1e-6}, 60e-6), 1.0 / 6, 1e-12);
+  EXPECT_NEAR(wait_load(w, PollCost{0, 1e-6}, 63e-6), 0.1, 1e-12);
+  EXPECT_NEAR(wait_load(w, PollCost{0, 1e-6}, 10.0), 0.1, 1e-12);
+  EXPECT_EQ(wait_load(w, PollCost{0, 1.0}, 30e-6), 1.0);  // never more than a core
   EXPECT_NEAR(next_load_change(w, 0), 50e-6, 1e-12);
   EXPECT_NEAR(next_load_change(w, 50e-6), 53e-6, 1e-12);
   EXPECT_NEAR(next_load_change(w, 53e-6), 57e-6, 1e-12);
@@ -503,8 +503,50 @@ TEST(Wake, AWaitsLoadIsItsPollsCpuOverTheirSpacing) {
   // for every wait, the change comes later than now and the load never grows
   for (double t = 1e-6; t < 1e-3; t *= 1.21) {
     EXPECT_GT(next_load_change(w, t), t) << t;
-    EXPECT_LE(wait_load(w, 1e-6, next_load_change(w, t) + 1e-9), wait_load(w, 1e-6, t)) << t;
+    EXPECT_LE(wait_load(w, PollCost{0, 1e-6}, next_load_change(w, t) + 1e-9), wait_load(w, PollCost{0, 1e-6}, t)) << t;
   }
+}
+
+// A wait's mean load over its first span: each stretch of the schedule at
+// its own load (0.5 while it spins, then 1/3, 1/4, 1/6 and 0.1).
+TEST(Wake, AWaitsMeanLoadWalksItsSchedule) {
+  const WakeSchedule w{50e-6, 8e-6, 2e-6, true};
+  const PollCost c{0, 1e-6};
+  EXPECT_NEAR(mean_wait_load(w, c, 100e-6), (50 * 0.5 + 3.0 / 3 + 4 * 0.25 + 6.0 / 6 + 37 * 0.1) / 100, 1e-12);
+  EXPECT_NEAR(mean_wait_load(w, c, 20e-6), 0.5, 1e-12);
+  EXPECT_NEAR(mean_wait_load(w, c, 0), 0.5, 1e-12);
+  // a share of a core while waiting adds to every stretch
+  EXPECT_NEAR(mean_wait_load(w, PollCost{0.2, 1e-6}, 100e-6), 0.317 + 0.2, 1e-12);
+}
+
+// The calibration's two loads split a wait's cost between its time and its
+// polls: the long wait's load is kept, and a wait of kBriefWait_s has, on
+// average, the brief load; outside what the two terms can give, one of them.
+TEST(Wake, TwoLoadsSplitAWaitsCostBetweenItsTimeAndItsPolls) {
+  const WakeSchedule w{50e-6, 500e-6, 68e-6, true};
+  const double gap = 568e-6;
+  const PollCost dense = poll_cost(w, 0.1, -1);  // no brief figure: the polls cost everything
+  EXPECT_NEAR(dense.per_wait, 0, 1e-15);
+  EXPECT_NEAR(dense.per_poll_s, 0.1 * gap, 1e-15);
+  const double most = mean_wait_load(w, dense, kBriefWait_s);
+  EXPECT_GT(most, 0.5);  // dense polls early in a wait
+  EXPECT_EQ(poll_cost(w, 0.1, most + 0.1).per_poll_s, dense.per_poll_s);
+  const PollCost flat = poll_cost(w, 0.1, 0.05);  // brief at most long: the polls cost nothing
+  EXPECT_EQ(flat.per_wait, 0.1);
+  EXPECT_EQ(flat.per_poll_s, 0.0);
+  for (double brief : {0.12, 0.3, 0.5}) {
+    const PollCost c = poll_cost(w, 0.1, brief);
+    EXPECT_GT(c.per_wait, 0) << brief;
+    EXPECT_GT(c.per_poll_s, 0) << brief;
+    EXPECT_LT(c.per_poll_s, dense.per_poll_s) << brief;
+    EXPECT_NEAR(mean_wait_load(w, c, kBriefWait_s), brief, 1e-9) << brief;
+    EXPECT_NEAR(wait_load(w, c, 10.0), 0.1, 1e-12) << brief;  // the long wait's load
+  }
+  // no schedule: waiting_rank_load throughout
+  WakeSchedule off = w;
+  off.on = false;
+  EXPECT_EQ(poll_cost(off, 0.1, 0.3).per_wait, 0.1);
+  EXPECT_EQ(poll_cost(off, 0.1, 0.3).per_poll_s, 0.0);
 }
 
 // With ranks outnumbering the cores a waiting rank takes what its polls cost:
@@ -537,6 +579,11 @@ TEST(Cluster, AWaitingRanksLoadFollowsItsPolls) {
   c.start(0);
   c.next();
   EXPECT_NEAR(c.now(), 0.105, 1e-9);
+  // a brief wait measured as costly as a long one: its polls cost nothing, the
+  // spinning shard takes the long wait's 0.1 of a core, 2 / 2.1 each
+  s.brief_wait_load = 0.1;
+  EXPECT_NEAR(first(WakeSchedule{1.0, 0.5e-3, 0.5e-3, true}), 0.105, 1e-9);
+  s.brief_wait_load = -1;
   // as many cores as ranks: waiting costs nothing, dense polls or not
   s.cores = 3;
   EXPECT_NEAR(first(WakeSchedule{1.0, 0.5e-3, 0.5e-3, true}), 0.1, 1e-9);
