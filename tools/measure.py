@@ -17,7 +17,8 @@ failed).
 
 The sections whose figures belong to the CPU (the machine, the training
 engine, PyTorch, OpenMP) keep one block per CPU, `<!-- measure:NAME@TAG -->`,
-TAG from the CPU's model name (amd-epyc, intel-xeon): a run on a CPU the page
+TAG from the CPU's model name (amd-epyc, intel-xeon; '-avx2' added for a CPU without
+AVX-512, as a Zen 3 EPYC that a virtual machine names like a Zen 4): a run on a CPU the page
 has no block for adds one after the section's other blocks, so the figures of
 every CPU measured stay side by side.
 
@@ -227,11 +228,28 @@ NOT_MEASURED = re.compile(r"^Not measured: .+\.$", re.M)
 HEADER = re.compile(r"^Measured with .+ \(\d+ s\) on .+, BLAS kernel \S+, commit \S+, \d{4}-\d\d-\d\d\.$", re.M)
 
 
-def cpu_tag(cpu):
-    """amd-epyc, intel-xeon, ...: the first two words of the model name, lower case."""
+def cpu_tag(cpu, flags=None):
+    """amd-epyc, intel-xeon, ...: the first two words of the model name, lower case, and
+    '-avx2' where the CPU has no AVX-512: a virtual machine may name two generations alike
+    ('AMD EPYC' for a Zen 3 and a Zen 4), and their figures differ."""
     words = re.sub(r"\((r|tm)\)", "", cpu.lower())
     words = [w for w in re.findall(r"[a-z0-9]+", words) if w not in ("processor", "cpu")]
-    return "-".join(words[:2]) or "unknown-cpu"
+    tag = "-".join(words[:2]) or "unknown-cpu"
+    if flags is None:
+        flags = cpu_flags()
+    return tag if "avx512f" in flags or not flags else tag + "-avx2"
+
+
+def cpu_flags():
+    """The first CPU's flags in /proc/cpuinfo (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
 
 
 def run_section(sec, build, work, machine):

@@ -74,4 +74,16 @@ grep -q "block 'micro': section 'micro' keeps one block per CPU" "$work/err" || 
 sed 's/measure:transport -->/measure:transport@intel-xeon -->/' "$page" >"$work/tagged.md"
 "$py" "$src/tools/measure.py" --page "$work/tagged.md" --check 2>"$work/err" && fail "--check passed a tag on a one-block section"
 grep -q "block 'transport@intel-xeon'" "$work/err" || fail "--check: $(cat "$work/err")"
-echo "measure.py: per-CPU block added then replaced, failure kept the page, bad section and tag refused, check ok"
+# The default tag: the model name's first two words, '-avx2' for a CPU without AVX-512.
+PYTHONDONTWRITEBYTECODE=1 "$py" - "$src/tools" <<'PY' || fail "cpu_tag"
+import sys
+sys.path.insert(0, sys.argv[1])
+from measure import cpu_tag
+cases = [("AMD EPYC", {"avx2", "avx512f"}, "amd-epyc"), ("AMD EPYC", {"avx2"}, "amd-epyc-avx2"),
+         ("Intel(R) Xeon(R) Processor", {"avx512f"}, "intel-xeon"),
+         ("AMD EPYC 7763 64-Core Processor", {"avx2"}, "amd-epyc-avx2")]
+for cpu, flags, want in cases:
+    got = cpu_tag(cpu, flags)
+    assert got == want, f"cpu_tag({cpu!r}, {sorted(flags)}) = {got!r}, want {want!r}"
+PY
+echo "measure.py: per-CPU block added then replaced, failure kept the page, bad section and tag refused, check ok, the default tags"
