@@ -180,12 +180,7 @@ def need_met(need):
 
 
 def machine_line(build):
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpuinfo("model name") or "unknown CPU"
     kernel = "?"
     info = subprocess.run([os.path.join(build, "asgd"), "info"], capture_output=True, text=True).stdout
     m = re.search(r"\(core (\w+)\)", info)
@@ -240,16 +235,20 @@ def cpu_tag(cpu, flags=None):
     return tag if "avx512f" in flags or not flags else tag + "-avx2"
 
 
-def cpu_flags():
-    """The first CPU's flags in /proc/cpuinfo (empty where there is none)."""
+def cpuinfo(field):
+    """The first CPU's FIELD in /proc/cpuinfo ('model name', 'flags'), or None."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if line.startswith(field):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return set()
+    return None
+
+
+def cpu_flags():
+    return set((cpuinfo("flags") or "").split())
 
 
 def run_section(sec, build, work, machine):
