@@ -88,19 +88,24 @@ std::pair<double, double> fit(const nlohmann::json& points) {
   return {std::max(0.0, y0 - b * x0), b};
 }
 
-// Over messages: the machine's busy CPU per byte the probe moved.
+// Over messages: the machine's busy CPU per byte the probe moved, less what
+// the ranks' waits alone cost over the same span (the model charges a
+// waiting rank's load apart: counted here too, it would be paid twice).
 void cpu_figure(const nlohmann::json& j, perf::Profile& p) {
   const auto c = j.value("cpu", nlohmann::json::object());
   if (c.value("busy_s", 0.0) <= 0 || c.value("bytes", 0.0) <= 0) return;
-  const double busy = c["busy_s"].get<double>(), moved = c["bytes"].get<double>();
+  const double busy = c["busy_s"].get<double>(), waits = c.value("waits_s", 0.0), moved = c["bytes"].get<double>();
+  const double net = std::max(0.0, busy - waits);
   p.cpu_s_per_byte = measured(
-      busy / moved, fmt::format("asgd calibrate {}: the busy CPU seconds of the ranks' {} ({:.2f} s; /proc/stat: "
-                                "user, nice, system, irq, softirq) over the largest size's exchanges ({:.0f} MB "
-                                "moved), per byte: the kernel's network path and both ranks' MPI work and waits",
-                                today(), c.value("machines", 1) == 1 ? "machine" : "two machines", busy,
-                                1e-6 * moved));
-  spdlog::info("links    {:.2f} ns of CPU per byte moved ({:.2f} s busy for {:.0f} MB)", 1e9 * busy / moved, busy,
-               1e-6 * moved);
+      net / moved, fmt::format("asgd calibrate {}: the busy CPU seconds of the ranks' {} (/proc/stat: user, nice, "
+                               "system, irq, softirq) over the largest size's exchanges ({:.2f} s in {:.2f} s, "
+                               "{:.0f} MB moved) less the same span's busy CPU while both ranks only wait politely "
+                               "(a 1 s wait for a message that never comes: {:.2f} s), per byte: the kernel's "
+                               "network path and MPI's work on the bytes",
+                               today(), c.value("machines", 1) == 1 ? "machine" : "two machines", busy,
+                               c.value("seconds", 0.0), 1e-6 * moved, waits));
+  spdlog::info("links    {:.2f} ns of CPU per byte moved ({:.2f} s busy for {:.0f} MB, {:.2f} s of it the waits')",
+               1e9 * net / moved, busy, 1e-6 * moved, waits);
 }
 
 // Runs this binary's hidden `--NAME-probe` on `ranks` ranks (o.mpiexec) with
@@ -350,20 +355,42 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
 }
 
 namespace {
-// The machine's busy CPU seconds over the probe's largest exchanges, both
-// ranks' machines counted once each (the ranks of the emulated cluster share
-// one). Collective; rank 0 gets {busy_s, bytes, machines}.
-nlohmann::json probe_cpu(const ps::Comm& comm, double busy, double bytes) {
+// The machine's busy CPU seconds over the probe's largest exchanges and, as
+// `waits_s`, what the same span costs while both ranks only wait politely
+// (the rate of `idle_rate`, busy CPU per second of such a wait), both ranks'
+// machines counted once each (the ranks of the emulated cluster share one).
+// Collective; rank 0 gets {busy_s, waits_s, seconds, bytes, machines}.
+nlohmann::json probe_cpu(const ps::Comm& comm, double busy, double idle_rate, double span, double bytes) {
   char id[64] = {};
   const std::string mine = machine_boot_id();
   std::copy_n(mine.begin(), std::min<std::size_t>(mine.size(), sizeof id - 1), id);
   std::vector<char> ids(2 * sizeof id);
-  std::vector<double> all(2);
+  const double mine_figures[2] = {busy, idle_rate * span};
+  std::vector<double> all(4);
   ps::mpi_check(MPI_Gather(id, sizeof id, MPI_CHAR, ids.data(), sizeof id, MPI_CHAR, 0, comm.get()), "Gather");
-  ps::mpi_check(MPI_Gather(&busy, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, comm.get()), "Gather");
+  ps::mpi_check(MPI_Gather(mine_figures, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, comm.get()), "Gather");
   const bool one = std::string(ids.data()) == std::string(ids.data() + sizeof id) && id[0] != 0;
-  const double total = one ? all[0] : all[0] + all[1];
-  return {{"busy_s", total}, {"bytes", bytes}, {"machines", one ? 1 : 2}};
+  return {{"busy_s", one ? all[0] : all[0] + all[2]},
+          {"waits_s", one ? all[1] : all[1] + all[3]},
+          {"seconds", span},
+          {"bytes", bytes},
+          {"machines", one ? 1 : 2}};
+}
+
+constexpr int kQuietTag = 32001;  // a tag no message carries: the quiet wait's
+
+// The machine's busy CPU seconds per second while both ranks wait politely,
+// for `seconds`, for a message that never comes: the waits' own cost with
+// nothing flowing (and whatever else the machine runs), which the model
+// charges apart from the bytes (the cores probe's loads).
+double quiet_wait_rate(const ps::Comm& comm, double seconds) {
+  ps::mpi_check(MPI_Barrier(comm.get()), "Barrier");
+  const double b0 = machine_busy_seconds();
+  const auto t0 = Clock::now();
+  (void)ps::polite_probe_for(1 - comm.rank(), kQuietTag, comm.get(), seconds);
+  const double rate = (machine_busy_seconds() - b0) / std::max(1e-9, seconds_since(t0));
+  ps::mpi_check(MPI_Barrier(comm.get()), "Barrier");
+  return rate;
 }
 }  // namespace
 
@@ -384,10 +411,14 @@ int cmd_calibrate_probe(const std::string& out, index_t largest) {
         double each = one;
         MPI_Allreduce(&one, &each, 1, MPI_DOUBLE, MPI_MAX, comm.get());
         const int iters = static_cast<int>(std::clamp(std::min(4e8 / bytes, 1.0 / std::max(each, 1e-9)), 3.0, 400.0));
+        const bool count_cpu = !shm && n == sizes.back();
+        const double quiet = count_cpu ? quiet_wait_rate(comm, 1.0) : 0.0;
         std::vector<double> t;
         const double busy0 = machine_busy_seconds();
+        const auto t0 = Clock::now();
         for (int r = 0; r < 3; ++r) t.push_back(ps::exchange_seconds(comm, n, iters, shm));
-        if (!shm && n == sizes.back()) j["cpu"] = probe_cpu(comm, machine_busy_seconds() - busy0, 3.0 * iters * 2 * bytes);
+        if (count_cpu)
+          j["cpu"] = probe_cpu(comm, machine_busy_seconds() - busy0, quiet, seconds_since(t0), 3.0 * iters * 2 * bytes);
         std::sort(t.begin(), t.end());
         pts.push_back({bytes, t[1]});
       }

@@ -8,6 +8,8 @@
   2 shards spread over the 3 nodes, evaluations and checkpoints often, seeded random delays:
   each completes, its counts check as the stress test's do, and the machine record names
   every rank's node;
+- asgd calibrate across two nodes: the link figures name them, and the network's CPU per
+  byte is the exchanges' busy CPU less the quiet waits', as its note says;
 - all ranks of one node killed (kill -9) mid-run: the job ends within 10 s, naming the node;
   the same command then resumes from the checkpoint and ends with the update and sample
   counts of an uninterrupted run;
@@ -18,6 +20,7 @@ Exit 77 (skipped) when not root, without ip/tc/nsenter, or while another emulate
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -87,6 +90,31 @@ def protocols(mpiexec, asgd, tmp, env):
         check(nodes == want and machine["nodes"] == sorted(set(want)),
               f"{proto}: machine record's nodes {machine['nodes']}, rank_nodes {nodes}")
         print(f"cluster_test: {proto} {' '.join(extra)}: completed, ranks on {nodes}")
+
+
+def calibrate_across(mpiexec, asgd, tmp, env):
+    """asgd calibrate with its probes across two nodes: the link figures name both nodes and
+    the messages, and the network's CPU per byte is the exchanges' busy CPU less the quiet
+    waits', as its note states (a figure with the waits left in pays them twice)."""
+    out = os.path.join(tmp, "across.yaml")
+    rc, _, err = sh([asgd, "calibrate", "--out", out, "--models", "mlp", "--batch", "16", "--steps", "4",
+                     "--mpiexec", mpiexec], env=env)
+    check(rc == 0, f"calibrate across nodes: rc {rc}: {err[-600:]}")
+    text = open(out).read()
+    check("on asgd-node1 and asgd-node2" in text and "exchange: {value: messages" in text,
+          f"calibrate across nodes: the link figures name no two nodes: {text[:400]}")
+    line = [ln for ln in text.splitlines() if ln.strip().startswith("cpu_s_per_byte:")]
+    check(len(line) == 1, "calibrate across nodes: no cpu_s_per_byte")
+    m = re.search(r"value: ([0-9.e+-]+),.*\(([0-9.]+) s in ([0-9.]+) s, ([0-9]+) MB moved\).*: ([0-9.]+) s\)", line[0])
+    check(m is not None, f"calibrate across nodes: cpu_s_per_byte's note: {line[0]}")
+    value, busy, span, mb, waits = (float(g) for g in m.groups())
+    check(span > 0 and mb > 0, f"calibrate across nodes: {line[0]}")
+    # figures printed to 0.01 s and 1 MB
+    want = max(0.0, busy - waits)
+    check(abs(value * mb * 1e6 - want) <= 0.011 + 0.01 * busy,
+          f"calibrate across nodes: {value} s a byte x {mb} MB against {busy} s busy less {waits} s of waits")
+    print(f"cluster_test: calibrate across nodes: {value * 1e9:.2f} ns a byte "
+          f"({busy} s busy, {waits} s of it the waits')")
 
 
 def node_lost(mpiexec, asgd, tmp, env):
@@ -236,6 +264,7 @@ def main():
             rc, out, _ = sh([cl, "status"])
             check(rc == 0 and out.count("1gbit") == 3, f"status: {out}")
             protocols(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
+            calibrate_across(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             node_lost(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             slurm_suite(asgd, os.path.dirname(os.path.dirname(cl)), tmp, slurm_env)
         finally:
