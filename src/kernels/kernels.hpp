@@ -6,7 +6,8 @@
 //   geometry.hpp    window sizes and their checks (no Kokkos)
 //   update.hpp      the SGD update rule
 //   dense.hpp       dense layers (GEMM)
-//   conv.hpp        convolution, im2col form;  conv_rows.hpp: row-folded form
+//   conv.hpp        convolution, im2col form;  conv_rows.hpp: row-folded form;
+//                   conv_direct.hpp: direct form (host, thin layers)
 //   pool.hpp        max and average pooling, ceil mode
 //   lrn.hpp         local response normalisation
 //   activation.hpp  ReLU, dropout
@@ -15,6 +16,7 @@
 #include "kernels/activation.hpp"
 #include "kernels/common.hpp"
 #include "kernels/conv.hpp"
+#include "kernels/conv_direct.hpp"
 #include "kernels/conv_rows.hpp"
 #include "kernels/dense.hpp"
 #include "kernels/loss.hpp"

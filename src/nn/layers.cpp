@@ -15,6 +15,7 @@
 #include "common/error.hpp"
 #include "kernels/activation.hpp"
 #include "kernels/conv.hpp"
+#include "kernels/conv_direct.hpp"
 #include "kernels/conv_rows.hpp"
 #include "kernels/dense.hpp"
 #include "kernels/lrn.hpp"
@@ -105,6 +106,17 @@ class Conv final : public Layer {
     if constexpr (k::detail::parallel_host<Space>)
       chunk_ = std::min<index_t>(batch, chunk_ * k::detail::kGemmBlocks);
 #endif
+    // Direct (kernels/conv_direct.hpp) where the GEMM forms would be thin: few
+    // taps per kernel row and no input gradient (the first layer); the whole
+    // batch at once, its padded input the only workspace.
+    direct_ = !need_dx_ && k::direct_fits<Space>(win_, f_);
+    if (direct_) {
+      k::Window wb = win_;
+      wb.n = chunk_ = batch;
+      col_ = View("asgd::conv::padded", k::direct_pad_len(wb));
+      part_ = View("asgd::conv::part", k::direct_part_len(wb, f_));
+      return;
+    }
     const index_t rows = chunk_ * win_.oh * win_.ow;
     // Row-folded (k::im2row) where it pays: stride 1 on the host, and enough
     // output pixels per sample that one GEMM per sample and kernel row is big.
@@ -131,7 +143,9 @@ class Conv final : public Layer {
     for (index_t s0 = 0; s0 < n; s0 += chunk_) {
       const k::Window g = chunk(s0, n);
       const View xs = at(x, s0, in_size(), g.n), ys = at(y, s0, out_size(), g.n);
-      if (rows_path_)
+      if (direct_)
+        k::conv2d_forward_direct<Space>(g, f_, xs, w_, b_, col_, ys);
+      else if (rows_path_)
         k::conv2d_forward_rows<Space>(g, f_, xs, w_, b_, col_, ys);
       else
         k::conv2d_forward<Space>(g, f_, xs, w_, b_, col_, ys);
@@ -143,7 +157,9 @@ class Conv final : public Layer {
       const View xs = at(x, s0, in_size(), g.n);
       const View dys = at(dy, s0, out_size(), g.n);
       const View dxs = dx.data() ? at(dx, s0, in_size(), g.n) : View();
-      if (rows_path_) {
+      if (direct_) {  // col_ holds this batch's padded input (one chunk)
+        k::conv2d_backward_direct<Space>(g, f_, col_, dys, part_, dw_, db_);
+      } else if (rows_path_) {
         if (n > chunk_) k::im2row<Space>(g, xs, col_);  // else col_ still holds this batch
         k::conv2d_backward_rows<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_);
       } else {
@@ -171,11 +187,11 @@ class Conv final : public Layer {
   }
 
   index_t chunk_ = 1;
-  bool rows_path_ = false;
+  bool rows_path_ = false, direct_ = false;
   index_t f_;
   k::Window win_;
   bool need_dx_ = true;
-  View w_, b_, dw_, db_, col_, dcol_, ones_;
+  View w_, b_, dw_, db_, col_, dcol_, ones_, part_;
 };
 
 class Dense final : public Layer {

@@ -2,9 +2,10 @@
 // Kokkos::Serial (in the same binary), for every family, forward and backward,
 // at the layer shapes of lenet and cifar10-18pct (small batches) and at odd
 // shapes, and against themselves at another thread count:
-//  * Pointwise and window kernels (pooling, LRN, ReLU, dropout) and the
-//    per-sample row-folded convolution forward give Serial's bits exactly: no
-//    kernel splits a sum over threads (col2im and pooling backward gather over
+//  * Pointwise and window kernels (pooling, LRN, ReLU, dropout), the
+//    per-sample row-folded convolution forward and the direct convolution
+//    (forward, and its gradients summed over samples in sample order) give
+//    Serial's bits exactly: no kernel splits a sum over threads (col2im and pooling backward gather over
 //    outputs, the loss sums per-row values in row order).
 //  * Outputs that pass through a GEMM are within 1e-4 of Serial (relative to
 //    max(1, |value|); sums of up to 6272 products here): on
@@ -114,6 +115,15 @@ struct On {
       o["rows.dx"] = get(dx);
       o["rows.dw"] = get(dw);
       o["rows.db"] = get(db);
+    }
+    if (f % 8 == 0) {  // the direct form (filters in 8s), at every shape that has them
+      V xp = fill(k::direct_pad_len(g), 0), y = fill(rows * f, 0);
+      k::conv2d_forward_direct<S>(g, f, make(x), make(wt), make(b), xp, y);
+      o["direct.y"] = get(y);
+      V part = fill(k::direct_part_len(g, f), 0), dw = fill(kk * f, 0.5f), db = fill(f, 0.25f);
+      k::conv2d_backward_direct<S>(g, f, xp, make(dy), part, dw, db);
+      o["direct.dw"] = get(dw);
+      o["direct.db"] = get(db);
     }
     // pooling, 3x3 stride 2 (overlapping, clipped windows) on the conv output shape
     const auto p = k::pool_window(g.n, g.oh, g.ow, f, 3, 2);
@@ -251,7 +261,7 @@ Out model_steps() {
 }
 
 bool exact_family(const std::string& name) {
-  for (const char* p : {"maxpool.", "avgpool.", "lrn.", "relu.", "dropout.", "rows.y"})
+  for (const char* p : {"maxpool.", "avgpool.", "lrn.", "relu.", "dropout.", "rows.y", "direct."})
     if (name.rfind(p, 0) == 0) return true;
   return false;
 }

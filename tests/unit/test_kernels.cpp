@@ -607,6 +607,47 @@ TEST(Conv2d, RowFoldedFormMatchesReference) {
   EXPECT_THROW(k::conv2d_forward_rows<Space>(strided, 2, big, big, big, big, big), asgd::Error);
 }
 
+// The direct form (filters in vectors of 8, first layers): the reference's
+// forward output and parameter gradients, added to what the gradients held,
+// for odd sizes, strides, padding wider than the kernel, 8 and 40 filters (a
+// block of 32 and one of 8) and pixel rows of odd length; every padded
+// workspace element is written. It refuses other filter counts by name.
+TEST(Conv2d, DirectFormMatchesReference) {
+  const ConvCase cases[] = {
+      {2, 7, 5, 1, 8, 5, 1, 2},   // lenet's conv1 in small: one channel, 5x5, pad 2
+      {3, 9, 8, 3, 40, 3, 2, 1},  // stride 2, 32 + 8 filters
+      {1, 6, 7, 2, 16, 1, 1, 0},  // 1x1, odd row length
+      {2, 3, 4, 3, 8, 2, 1, 2},   // pad >= kernel: windows wholly in the padding
+      {2, 8, 8, 3, 32, 5, 3, 1},  // stride > 2, some pixels in no window
+  };
+  for (const auto& cc : cases) {
+    SCOPED_TRACE(describe(cc));
+    const ConvBackwardCase t(cc, 97);
+    ASSERT_TRUE(k::direct_fits<Space>(t.g, t.f));
+    V xp = nans(k::direct_pad_len(t.g)), y = nans(t.rows * t.f);
+    k::conv2d_forward_direct<Space>(t.g, t.f, make(t.x), make(t.wt), make(t.b), xp, y);
+    for (float v : get(xp)) ASSERT_FALSE(std::isnan(v)) << "the padded input left an element unwritten";
+    const DVec xd = dbl(t.x), wd = dbl(t.wt), bd = dbl(t.b);
+    DVec yr(t.rows * t.f);
+    ref::conv2d_forward<double>(t.g, t.f, xd.data(), wd.data(), bd.data(), yr.data());
+    expect_close(get(y), yr, t.kk + 1, "y");
+
+    V part = nans(k::direct_part_len(t.g, t.f)), dw = make(t.dw0), db = make(t.db0);
+    k::conv2d_backward_direct<Space>(t.g, t.f, xp, make(t.dy), part, dw, db);
+    t.expect_grads(V(), dw, db);
+  }
+  const auto g = k::conv_window(1, 5, 5, 1, 3, 1, 1);
+  EXPECT_FALSE(k::direct_fits<Space>(g, 12));
+  V big = nans(4096);
+  try {
+    k::conv2d_forward_direct<Space>(g, 12, big, big, big, big, big);
+    ADD_FAILURE() << "12 filters accepted";
+  } catch (const asgd::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("12 filters, not a multiple of 8"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(k::conv2d_backward_direct<Space>(g, 8, big, nans(3), big, big, big), asgd::Error);  // dy short
+}
+
 TEST(Conv2d, ZeroSizes) {
   const index_t f = 4;
   {  // n = 0

@@ -1,0 +1,205 @@
+#pragma once
+// Convolution, direct form, for the host: a layer with few input taps per
+// kernel row (KW*C; lenet's first convolution has 5, one channel) makes the
+// im2col and row-folded GEMMs thin (inner dimension 5 forward, a 25-row
+// weight gradient backward), where OpenBLAS runs at a quarter of its rate.
+// Here each output pixel's filters are summed in registers instead:
+//   y[n, oy, ox, f] = b[f] + sum_{i, j, c} xp[n, oy*s + i, ox*s + j, c] * wt[(i*KW + j)*C + c, f]
+// over xp, the input padded with zeros (the workspace, kept for the backward
+// pass), 8 filters to a vector (GCC's vector extension: AVX where the build
+// targets it, two SSE halves else), two output pixels at a time. Backward
+// gives the parameter gradients only (a layer whose input gradient is not
+// needed: the first), each sample's into its own slot of a workspace, then
+// summed over the samples in sample order: the same bits for any thread count.
+// Products and sums stay apart (no FMA), as everywhere in the kernels.
+#include "kernels/common.hpp"
+
+namespace asgd::kernels {
+
+namespace detail {
+
+// 8 floats, as one AVX register or two SSE ones.
+typedef float Float8 __attribute__((vector_size(32)));
+inline Float8 load8(const real_t* p) {
+  Float8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(real_t* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
+inline Float8 splat8(real_t x) { return Float8{} + x; }
+
+// V vectors of filters from f0, P output pixels of one row from ox, of one
+// sample (xp padded, y the sample's output).
+template <int V, int P>
+inline void direct_pixels(const Window& g, index_t f, index_t f0, index_t oy, index_t ox,
+                          const real_t* xp, const real_t* wt, const real_t* b, real_t* y) {
+  const index_t wp = g.w + 2 * g.pad, taps = g.kw * g.c;
+  Float8 acc[P][V];
+  for (int v = 0; v < V; ++v) {
+    const Float8 bv = load8(b + f0 + 8 * v);
+    for (int p = 0; p < P; ++p) acc[p][v] = bv;
+  }
+  for (index_t i = 0; i < g.kh; ++i) {
+    const real_t* xr = xp + ((oy * g.stride + i) * wp + ox * g.stride) * g.c;
+    const real_t* wr = wt + i * taps * f + f0;
+    for (index_t t = 0; t < taps; ++t) {
+      Float8 w[V];
+      for (int v = 0; v < V; ++v) w[v] = load8(wr + t * f + 8 * v);
+      for (int p = 0; p < P; ++p) {
+        const Float8 xv = splat8(xr[p * g.stride * g.c + t]);
+        for (int v = 0; v < V; ++v) acc[p][v] += xv * w[v];
+      }
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    for (int v = 0; v < V; ++v) store8(y + ((oy * g.ow + ox + p) * f) + f0 + 8 * v, acc[p][v]);
+}
+
+// T taps from t0 and V vectors of filters from f0 of one sample's weight
+// gradient: part[t, f] = sum over the output pixels of xp[pixel + tap t] * dy[pixel, f].
+template <int V, int T>
+inline void direct_taps(const Window& g, index_t f, index_t f0, index_t t0, const real_t* xp,
+                        const real_t* dy, real_t* part) {
+  const index_t wp = g.w + 2 * g.pad, taps = g.kw * g.c;
+  Float8 acc[T][V];
+  index_t off[T];
+  for (int u = 0; u < T; ++u) {
+    off[u] = ((t0 + u) / taps) * wp * g.c + (t0 + u) % taps;
+    for (int v = 0; v < V; ++v) acc[u][v] = Float8{};
+  }
+  for (index_t oy = 0; oy < g.oh; ++oy)
+    for (index_t ox = 0; ox < g.ow; ++ox) {
+      const real_t* xr = xp + (oy * g.stride * wp + ox * g.stride) * g.c;
+      const real_t* d = dy + (oy * g.ow + ox) * f + f0;
+      Float8 dv[V];
+      for (int v = 0; v < V; ++v) dv[v] = load8(d + 8 * v);
+      for (int u = 0; u < T; ++u) {
+        const Float8 xv = splat8(xr[off[u]]);
+        for (int v = 0; v < V; ++v) acc[u][v] += xv * dv[v];
+      }
+    }
+  for (int u = 0; u < T; ++u)
+    for (int v = 0; v < V; ++v) store8(part + (t0 + u) * f + f0 + 8 * v, acc[u][v]);
+}
+
+inline void pad_sample(const Window& g, const real_t* x, real_t* xp) {
+  const index_t wp = g.w + 2 * g.pad, row = g.w * g.c;
+  std::fill(xp, xp + (g.h + 2 * g.pad) * wp * g.c, real_t(0));
+  for (index_t y = 0; y < g.h; ++y)
+    std::copy(x + y * row, x + (y + 1) * row, xp + ((y + g.pad) * wp + g.pad) * g.c);
+}
+
+inline void direct_forward_sample(const Window& g, index_t f, const real_t* xp, const real_t* wt,
+                                  const real_t* b, real_t* y) {
+  for (index_t f0 = 0; f0 < f;) {
+    const bool wide = f - f0 >= 32;
+    for (index_t oy = 0; oy < g.oh; ++oy) {
+      index_t ox = 0;
+      for (; ox + 2 <= g.ow; ox += 2)
+        wide ? direct_pixels<4, 2>(g, f, f0, oy, ox, xp, wt, b, y)
+             : direct_pixels<1, 2>(g, f, f0, oy, ox, xp, wt, b, y);
+      if (ox < g.ow)
+        wide ? direct_pixels<4, 1>(g, f, f0, oy, ox, xp, wt, b, y)
+             : direct_pixels<1, 1>(g, f, f0, oy, ox, xp, wt, b, y);
+    }
+    f0 += wide ? 32 : 8;
+  }
+}
+
+// One sample's weight gradient into part[K, F] and its bias gradient into part[K*F, +F].
+inline void direct_backward_sample(const Window& g, index_t f, const real_t* xp, const real_t* dy,
+                                   real_t* part) {
+  const index_t k = g.kh * g.kw * g.c;
+  for (index_t f0 = 0; f0 < f;) {
+    const bool wide = f - f0 >= 32;
+    index_t t = 0;
+    for (; t + 3 <= k; t += 3)
+      wide ? direct_taps<4, 3>(g, f, f0, t, xp, dy, part) : direct_taps<1, 3>(g, f, f0, t, xp, dy, part);
+    for (; t < k; ++t)
+      wide ? direct_taps<4, 1>(g, f, f0, t, xp, dy, part) : direct_taps<1, 1>(g, f, f0, t, xp, dy, part);
+    f0 += wide ? 32 : 8;
+  }
+  real_t* db = part + k * f;
+  std::fill(db, db + f, real_t(0));
+  for (index_t p = 0; p < g.oh * g.ow; ++p)
+    for (index_t j = 0; j < f; ++j) db[j] += dy[p * f + j];
+}
+
+template <class Space>
+inline constexpr bool host_space =
+    Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
+
+}  // namespace detail
+
+// Where the direct form applies: a host space, filters in whole vectors of 8,
+// few taps per kernel row (the GEMM forms' inner dimension).
+template <class Space>
+constexpr bool direct_fits(const Window& g, index_t f) {
+  return detail::host_space<Space> && f > 0 && f % 8 == 0 && g.kw * g.c <= 16;
+}
+// The direct form's workspace: the padded input of every sample.
+inline index_t direct_pad_len(const Window& g) { return g.n * (g.h + 2 * g.pad) * (g.w + 2 * g.pad) * g.c; }
+// The backward pass's workspace: every sample's parameter gradients.
+inline index_t direct_part_len(const Window& g, index_t f) { return g.n * (g.kh * g.kw * g.c + 1) * f; }
+
+// y = conv(x, wt) + b; xp receives the padded input (kept for the backward pass).
+template <class Space>
+void conv2d_forward_direct(const Window& g, index_t f, const View1<Space>& x, const View1<Space>& wt,
+                           const View1<Space>& b, const View1<Space>& xp, const View1<Space>& y) {
+  const char* what = "conv2d_forward_direct";
+  if constexpr (!detail::host_space<Space>) {
+    throw Error(fmt::format("{}: the direct convolution runs on the host only", what));
+  } else {
+    if (f % 8 != 0) throw Error(fmt::format("{}: {} filters, not a multiple of 8", what, f));
+    detail::check_len(what, "x", x.extent(0), g.n * g.h * g.w * g.c);
+    detail::check_len(what, "wt", wt.extent(0), g.kh * g.kw * g.c * f);
+    detail::check_len(what, "b", b.extent(0), f);
+    detail::check_len(what, "xp", xp.extent(0), direct_pad_len(g));
+    detail::check_len(what, "y", y.extent(0), g.n * g.oh * g.ow * f);
+    const Window q = g;
+    const index_t in = g.h * g.w * g.c, padded = (g.h + 2 * g.pad) * (g.w + 2 * g.pad) * g.c;
+    const index_t out = g.oh * g.ow * f;
+    real_t *xd = x.data(), *wd = wt.data(), *bd = b.data(), *pd = xp.data(), *yd = y.data();
+    Kokkos::parallel_for("asgd::conv2d_forward[direct]", Kokkos::RangePolicy<Space>(0, g.n), [=](index_t s) {
+      detail::pad_sample(q, xd + s * in, pd + s * padded);
+      detail::direct_forward_sample(q, f, pd + s * padded, wd, bd, yd + s * out);
+    });
+  }
+}
+
+// dwt += the weight gradient, db += the bias gradient (xp: the forward pass's
+// padded input); part: direct_part_len(g, f) floats of workspace.
+template <class Space>
+void conv2d_backward_direct(const Window& g, index_t f, const View1<Space>& xp, const View1<Space>& dy,
+                            const View1<Space>& part, const View1<Space>& dwt, const View1<Space>& db) {
+  const char* what = "conv2d_backward_direct";
+  if constexpr (!detail::host_space<Space>) {
+    throw Error(fmt::format("{}: the direct convolution runs on the host only", what));
+  } else {
+    if (f % 8 != 0) throw Error(fmt::format("{}: {} filters, not a multiple of 8", what, f));
+    const index_t k = g.kh * g.kw * g.c;
+    detail::check_len(what, "xp", xp.extent(0), direct_pad_len(g));
+    detail::check_len(what, "dy", dy.extent(0), g.n * g.oh * g.ow * f);
+    detail::check_len(what, "part", part.extent(0), direct_part_len(g, f));
+    detail::check_len(what, "dwt", dwt.extent(0), k * f);
+    detail::check_len(what, "db", db.extent(0), f);
+    const Window q = g;
+    const index_t padded = (g.h + 2 * g.pad) * (g.w + 2 * g.pad) * g.c, out = g.oh * g.ow * f;
+    const index_t slot = (k + 1) * f, n = g.n;
+    real_t *pd = xp.data(), *dyd = dy.data(), *qd = part.data(), *wd = dwt.data(), *bd = db.data();
+    Kokkos::parallel_for("asgd::conv2d_backward[direct]", Kokkos::RangePolicy<Space>(0, n), [=](index_t s) {
+      detail::direct_backward_sample(q, f, pd + s * padded, dyd + s * out, qd + s * slot);
+    });
+    // each gradient element summed over the samples in sample order
+    Kokkos::parallel_for("asgd::conv2d_backward[direct-sum]", Kokkos::RangePolicy<Space>(0, slot), [=](index_t e) {
+      real_t sum = 0;
+      for (index_t s = 0; s < n; ++s) sum += qd[s * slot + e];
+      if (e < k * f)
+        wd[e] += sum;
+      else
+        bd[e - k * f] += sum;
+    });
+  }
+}
+
+}  // namespace asgd::kernels
