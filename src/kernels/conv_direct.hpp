@@ -18,15 +18,12 @@ namespace asgd::kernels {
 
 namespace detail {
 
-// 8 floats, as one AVX register or two SSE ones.
+// 8 floats, as one AVX register or two SSE ones; moved with memcpy through a
+// fresh local where they are used, never passed to or returned from a
+// function (where the build does not target AVX, ASGD_ARCH=x86-64, that would
+// change the function's ABI, which GCC warns of: -Wpsabi), and the arrays of
+// them never have their address taken (it keeps them out of registers).
 typedef float Float8 __attribute__((vector_size(32)));
-inline Float8 load8(const real_t* p) {
-  Float8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(real_t* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
-inline Float8 splat8(real_t x) { return Float8{} + x; }
 
 // V vectors of filters from f0, P output pixels of one row from ox, of one
 // sample (xp padded, y the sample's output).
@@ -36,7 +33,8 @@ inline void direct_pixels(const Window& g, index_t f, index_t f0, index_t oy, in
   const index_t wp = g.w + 2 * g.pad, taps = g.kw * g.c;
   Float8 acc[P][V];
   for (int v = 0; v < V; ++v) {
-    const Float8 bv = load8(b + f0 + 8 * v);
+    Float8 bv;
+    std::memcpy(&bv, b + f0 + 8 * v, sizeof bv);
     for (int p = 0; p < P; ++p) acc[p][v] = bv;
   }
   for (index_t i = 0; i < g.kh; ++i) {
@@ -44,15 +42,22 @@ inline void direct_pixels(const Window& g, index_t f, index_t f0, index_t oy, in
     const real_t* wr = wt + i * taps * f + f0;
     for (index_t t = 0; t < taps; ++t) {
       Float8 w[V];
-      for (int v = 0; v < V; ++v) w[v] = load8(wr + t * f + 8 * v);
+      for (int v = 0; v < V; ++v) {
+        Float8 wv;
+        std::memcpy(&wv, wr + t * f + 8 * v, sizeof wv);
+        w[v] = wv;
+      }
       for (int p = 0; p < P; ++p) {
-        const Float8 xv = splat8(xr[p * g.stride * g.c + t]);
+        const Float8 xv = Float8{} + xr[p * g.stride * g.c + t];
         for (int v = 0; v < V; ++v) acc[p][v] += xv * w[v];
       }
     }
   }
   for (int p = 0; p < P; ++p)
-    for (int v = 0; v < V; ++v) store8(y + ((oy * g.ow + ox + p) * f) + f0 + 8 * v, acc[p][v]);
+    for (int v = 0; v < V; ++v) {
+      const Float8 out = acc[p][v];
+      std::memcpy(y + ((oy * g.ow + ox + p) * f) + f0 + 8 * v, &out, sizeof out);
+    }
 }
 
 // T taps from t0 and V vectors of filters from f0 of one sample's weight
@@ -72,14 +77,21 @@ inline void direct_taps(const Window& g, index_t f, index_t f0, index_t t0, cons
       const real_t* xr = xp + (oy * g.stride * wp + ox * g.stride) * g.c;
       const real_t* d = dy + (oy * g.ow + ox) * f + f0;
       Float8 dv[V];
-      for (int v = 0; v < V; ++v) dv[v] = load8(d + 8 * v);
+      for (int v = 0; v < V; ++v) {
+        Float8 dd;
+        std::memcpy(&dd, d + 8 * v, sizeof dd);
+        dv[v] = dd;
+      }
       for (int u = 0; u < T; ++u) {
-        const Float8 xv = splat8(xr[off[u]]);
+        const Float8 xv = Float8{} + xr[off[u]];
         for (int v = 0; v < V; ++v) acc[u][v] += xv * dv[v];
       }
     }
   for (int u = 0; u < T; ++u)
-    for (int v = 0; v < V; ++v) store8(part + (t0 + u) * f + f0 + 8 * v, acc[u][v]);
+    for (int v = 0; v < V; ++v) {
+      const Float8 out = acc[u][v];
+      std::memcpy(part + (t0 + u) * f + f0 + 8 * v, &out, sizeof out);
+    }
 }
 
 inline void pad_sample(const Window& g, const real_t* x, real_t* xp) {
