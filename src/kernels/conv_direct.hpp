@@ -141,6 +141,10 @@ template <class Space>
 inline constexpr bool host_space =
     Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
 
+inline void check_direct_filters(const char* what, index_t f) {
+  if (f % 8 != 0) throw Error(fmt::format("{}: {} filters, not a multiple of 8", what, f));
+}
+
 }  // namespace detail
 
 // Where the direct form applies: a host space, filters in whole vectors of 8,
@@ -162,12 +166,12 @@ void conv2d_forward_direct(const Window& g, index_t f, const View1<Space>& x, co
   if constexpr (!detail::host_space<Space>) {
     throw Error(fmt::format("{}: the direct convolution runs on the host only", what));
   } else {
-    if (f % 8 != 0) throw Error(fmt::format("{}: {} filters, not a multiple of 8", what, f));
-    detail::check_len(what, "x", x.extent(0), g.n * g.h * g.w * g.c);
-    detail::check_len(what, "wt", wt.extent(0), g.kh * g.kw * g.c * f);
-    detail::check_len(what, "b", b.extent(0), f);
-    detail::check_len(what, "xp", xp.extent(0), direct_pad_len(g));
-    detail::check_len(what, "y", y.extent(0), g.n * g.oh * g.ow * f);
+    detail::check_direct_filters(what, f);
+    detail::check_lens(what, {{"x", x.extent(0), g.n * g.h * g.w * g.c},
+                              {"wt", wt.extent(0), g.kh * g.kw * g.c * f},
+                              {"b", b.extent(0), f},
+                              {"xp", xp.extent(0), direct_pad_len(g)},
+                              {"y", y.extent(0), g.n * g.oh * g.ow * f}});
     const Window q = g;
     const index_t in = g.h * g.w * g.c, padded = (g.h + 2 * g.pad) * (g.w + 2 * g.pad) * g.c;
     const index_t out = g.oh * g.ow * f;
@@ -188,13 +192,13 @@ void conv2d_backward_direct(const Window& g, index_t f, const View1<Space>& xp, 
   if constexpr (!detail::host_space<Space>) {
     throw Error(fmt::format("{}: the direct convolution runs on the host only", what));
   } else {
-    if (f % 8 != 0) throw Error(fmt::format("{}: {} filters, not a multiple of 8", what, f));
+    detail::check_direct_filters(what, f);
     const index_t k = g.kh * g.kw * g.c;
-    detail::check_len(what, "xp", xp.extent(0), direct_pad_len(g));
-    detail::check_len(what, "dy", dy.extent(0), g.n * g.oh * g.ow * f);
-    detail::check_len(what, "part", part.extent(0), direct_part_len(g, f));
-    detail::check_len(what, "dwt", dwt.extent(0), k * f);
-    detail::check_len(what, "db", db.extent(0), f);
+    detail::check_lens(what, {{"xp", xp.extent(0), direct_pad_len(g)},
+                              {"dy", dy.extent(0), g.n * g.oh * g.ow * f},
+                              {"part", part.extent(0), direct_part_len(g, f)},
+                              {"dwt", dwt.extent(0), k * f},
+                              {"db", db.extent(0), f}});
     const Window q = g;
     const index_t padded = (g.h + 2 * g.pad) * (g.w + 2 * g.pad) * g.c, out = g.oh * g.ow * f;
     const index_t slot = (k + 1) * f, n = g.n;

@@ -551,6 +551,13 @@ struct ConvBackwardCase {
     ref::conv2d_backward<double>(g, f, xd.data(), wd.data(), dyd.data(), dxr.data(), dwr.data(),
                                  dbr.data());
   }
+  // y against the reference's forward output (in double)
+  void expect_forward(const V& y) const {
+    const DVec xd = dbl(x), wd = dbl(wt), bd = dbl(b);
+    DVec yr(rows * f);
+    ref::conv2d_forward<double>(g, f, xd.data(), wd.data(), bd.data(), yr.data());
+    expect_close(get(y), yr, kk + 1, "y");
+  }
   void expect_grads(const V& dx, const V& dw, const V& db) const {
     if (dx.data() != nullptr) expect_close(get(dx), dxr, g.kh * g.kw * f, "dx");
     expect_close(get(dw), dwr, rows + 1, "dw");
@@ -591,10 +598,7 @@ TEST(Conv2d, RowFoldedFormMatchesReference) {
     V ws = nans(k::im2row_len(t.g)), y = nans(t.rows * t.f);
     k::conv2d_forward_rows<Space>(t.g, t.f, make(t.x), make(t.wt), make(t.b), ws, y);
     for (float v : get(ws)) ASSERT_FALSE(std::isnan(v)) << "im2row left an element unwritten";
-    const DVec xd = dbl(t.x), wd = dbl(t.wt), bd = dbl(t.b);
-    DVec yr(t.rows * t.f);
-    ref::conv2d_forward<double>(t.g, t.f, xd.data(), wd.data(), bd.data(), yr.data());
-    expect_close(get(y), yr, t.kk + 1, "y");
+    t.expect_forward(y);
 
     V dcol = nans(t.rows * t.kk), dx = nans(t.nx), dw = make(t.dw0), db = make(t.db0);
     k::conv2d_backward_rows<Space>(t.g, t.f, ws, make(t.wt), make(t.dy), dcol, dx, dw, db,
@@ -627,10 +631,7 @@ TEST(Conv2d, DirectFormMatchesReference) {
     V xp = nans(k::direct_pad_len(t.g)), y = nans(t.rows * t.f);
     k::conv2d_forward_direct<Space>(t.g, t.f, make(t.x), make(t.wt), make(t.b), xp, y);
     for (float v : get(xp)) ASSERT_FALSE(std::isnan(v)) << "the padded input left an element unwritten";
-    const DVec xd = dbl(t.x), wd = dbl(t.wt), bd = dbl(t.b);
-    DVec yr(t.rows * t.f);
-    ref::conv2d_forward<double>(t.g, t.f, xd.data(), wd.data(), bd.data(), yr.data());
-    expect_close(get(y), yr, t.kk + 1, "y");
+    t.expect_forward(y);
 
     V part = nans(k::direct_part_len(t.g, t.f)), dw = make(t.dw0), db = make(t.db0);
     k::conv2d_backward_direct<Space>(t.g, t.f, xp, make(t.dy), part, dw, db);
