@@ -71,8 +71,7 @@ void col2im(const Window& g, const View1<Space>& dcol, const View1<Space>& dx) {
   detail::check_len("col2im", "dcol", dcol.extent(0), g.n * g.oh * g.ow * g.kh * g.kw * g.c);
   detail::check_len("col2im", "dx", dx.extent(0), g.n * g.h * g.w * g.c);
   const Window q = g;
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                           typename Space::memory_space>::accessible) {
+  if constexpr (detail::host_space<Space>) {
     const index_t krow = q.kw * q.c, kk = q.kh * krow;
     Kokkos::parallel_for(
         "asgd::conv2d_backward[col2im]", Kokkos::RangePolicy<Space>(0, g.n * g.h),

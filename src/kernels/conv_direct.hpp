@@ -137,10 +137,6 @@ inline void direct_backward_sample(const Window& g, index_t f, const real_t* xp,
     for (index_t j = 0; j < f; ++j) db[j] += dy[p * f + j];
 }
 
-template <class Space>
-inline constexpr bool host_space =
-    Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
-
 inline void check_direct_filters(const char* what, index_t f) {
   if (f % 8 != 0) throw Error(fmt::format("{}: {} filters, not a multiple of 8", what, f));
 }

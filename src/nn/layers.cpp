@@ -132,8 +132,9 @@ class Conv final : public Layer {
     k::Window wc = win_;
     wc.n = chunk_;
     col_ = View("asgd::conv::col", rows_path_ ? k::im2row_len(wc) : rows * k_len());
-    // dcol: dx's workspace, the im2col-shaped matrix, or on threads the
-    // transposed convolution's (kernels/conv_rows.hpp; half of it in conv4)
+    // dcol: dx's workspace, the im2col-shaped matrix, or on the host where the
+    // row-folded form runs the transposed convolution's (kernels/conv_rows.hpp;
+    // the flipped weights and dy's im2row rows: 84% of dcol in lenet's conv4)
     const index_t tlen = rows_path_ ? k::transposed_dx_len<Space>(wc, f_) : 0;
     if (need_dx_) dcol_ = View("asgd::conv::dcol", tlen > 0 ? tlen : rows * k_len());
     ones_ = View("asgd::conv::ones", rows);
@@ -161,7 +162,9 @@ class Conv final : public Layer {
         k::conv2d_backward_direct<Space>(g, f_, col_, dys, part_, dw_, db_);
       } else if (rows_path_) {
         if (n > chunk_) k::im2row<Space>(g, xs, col_);  // else col_ still holds this batch
-        k::conv2d_backward_rows<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_);
+        // the flipped weights of the transposed input gradient: once a pass
+        k::conv2d_backward_rows<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_,
+                                       s0 == 0);
       } else {
         if (n > chunk_) k::im2col<Space>(g, xs, col_);
         k::conv2d_backward<Space>(g, f_, col_, w_, dys, dcol_, dxs, dw_, db_, ones_);

@@ -586,10 +586,11 @@ TEST(Conv2d, BackwardMatchesReferenceAddsToParamGradsOverwritesDx) {
 }
 
 // The row-folded form (stride 1): same results as the reference, forward and
-// backward, for every stride-1 case, with outputs and workspaces pre-filled with
-// NaN; every workspace element is written.
+// backward (the input gradient as the transposed convolution where it fits, on
+// the whole batch and a sample at a time), for every stride-1 case, with outputs
+// and workspaces pre-filled with NaN; every workspace element is written.
 TEST(Conv2d, RowFoldedFormMatchesReference) {
-  int tried = 0;
+  int tried = 0, transposed = 0;
   for (const auto& cc : kConvCases) {
     if (cc.stride != 1) continue;
     ++tried;
@@ -600,12 +601,38 @@ TEST(Conv2d, RowFoldedFormMatchesReference) {
     for (float v : get(ws)) ASSERT_FALSE(std::isnan(v)) << "im2row left an element unwritten";
     t.expect_forward(y);
 
-    V dcol = nans(t.rows * t.kk), dx = nans(t.nx), dw = make(t.dw0), db = make(t.db0);
+    // dx as the transposed convolution where it fits (dcol holds
+    // transposed_dx_len), else through col2im.
+    const index_t tlen = k::transposed_dx_len<Space>(t.g, t.f);
+    transposed += tlen > 0;
+    V dcol = nans(std::max(t.rows * t.kk, tlen)), dx = nans(t.nx), dw = make(t.dw0),
+      db = make(t.db0);
     k::conv2d_backward_rows<Space>(t.g, t.f, ws, make(t.wt), make(t.dy), dcol, dx, dw, db,
                                    ones(t.rows));
     t.expect_grads(dx, dw, db);
+    if (tlen == 0 || t.g.n < 2) continue;
+    // The same batch one sample at a time, as a layer runs it in chunks: the
+    // second call reuses the flipped weights the first left in dcol's head.
+    k::Window one = t.g;
+    one.n = 1;
+    const index_t pix = t.g.oh * t.g.ow, in1 = t.nx / t.g.n;
+    V ws1 = nans(k::im2row_len(one)), dcol1 = nans(k::transposed_dx_len<Space>(one, t.f));
+    V dx2 = nans(t.nx), dw2 = make(t.dw0), db2 = make(t.db0);
+    for (index_t n = 0; n < t.g.n; ++n) {
+      const Vec dyn(t.dy.begin() + n * pix * t.f, t.dy.begin() + (n + 1) * pix * t.f);
+      V yn = nans(pix * t.f);
+      k::conv2d_forward_rows<Space>(one, t.f, make(Vec(t.x.begin() + n * in1,
+                                                         t.x.begin() + (n + 1) * in1)),
+                                    make(t.wt), make(t.b), ws1, yn);
+      k::conv2d_backward_rows<Space>(one, t.f, ws1, make(t.wt), make(dyn), dcol1,
+                                     V(dx2.data() + n * in1, in1), dw2, db2, ones(pix), n == 0);
+    }
+    t.expect_grads(dx2, dw2, db2);
   }
   EXPECT_GE(tried, 3);
+  if (k::detail::host_space<Space>) {
+    EXPECT_GE(transposed, 2);
+  }
   const auto strided = k::conv_window(1, 7, 7, 2, 3, 2, 1);
   V big = nans(4096);
   EXPECT_THROW(k::conv2d_forward_rows<Space>(strided, 2, big, big, big, big, big), asgd::Error);
