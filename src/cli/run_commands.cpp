@@ -48,9 +48,14 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
       !cfg.virtual_learners && (world_size() > 1 || cfg.learners > 1 || cfg.servers > 1);
   if (cfg.virtual_learners && world_size() > 1)
     throw ps::CollectiveError("--virtual runs in one process: start it without mpiexec");
-  if (!distributed) check(cfg);
-  // the model reads it as the real learners do (MPI ranks check it in check_injection)
-  if (cfg.virtual_learners) (void)ps::in_place_wanted();
+  if (!distributed) {
+    check(cfg);
+    // ASGD_WAIT, ASGD_INJECT_* and the switches, as MPI ranks check them in
+    // train_mpi: a bad value is refused in every mode, before any work
+    ps::check_injection();
+    check_resources(cfg);
+    if (const auto problem = warm_start_problem(cfg); !problem.empty()) throw Error(problem);
+  }
   {  // OMP_NUM_THREADS and the OpenMP runtime's limits: every rank checks its own, one line, exit 2
     std::string problem;
     try {
@@ -62,7 +67,8 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
   }
   if (dry_run) {
     check(cfg);
-    if (const auto problems = data_fit_problems(cfg); !problems.empty()) throw Error(problems.front());
+    check_resources(cfg);  // what the run would refuse, the dry run refuses too
+    if (const auto problem = warm_start_problem(cfg); !problem.empty()) throw Error(problem);
     if (world_rank() == 0)
       fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), resolved_run_id(cfg));
     return 0;

@@ -147,10 +147,34 @@ std::size_t yaml_unclosed_quote(std::string_view text) {
   return quote ? opened : 0;
 }
 
+std::size_t yaml_second_document(std::string_view text) {
+  bool content = false;  // a line of the first document seen (not blank, comment or directive)
+  std::size_t line = 0;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view l = text.substr(at, end - at);
+    ++line;
+    at = end + 1;
+    // at column 0, "---" and "..." (alone or before a space) mark documents, in block scalars too
+    const bool marker = (l.starts_with("---") || l.starts_with("...")) &&
+                        (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    if (marker) {
+      if (content) return line;
+      if (l.starts_with("...")) content = true;  // an end before any content: whatever follows is a second one
+      continue;
+    }
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && l[first] != '#' && !(first == 0 && l[0] == '%')) content = true;
+  }
+  return 0;
+}
+
 void check_yaml_text(std::string_view text, const std::string& what) {
   if (const std::size_t line = yaml_too_deep(text); line != 0) throw_nesting(what, line);
   if (const std::size_t line = yaml_unclosed_quote(text); line != 0)
     throw Error(fmt::format("{}: line {}: a quote opened here is never closed", what, line));
+  if (const std::size_t line = yaml_second_document(text); line != 0)
+    throw Error(fmt::format("{}: line {}: a second YAML document begins here (one document a file)", what, line));
 }
 
 }  // namespace asgd

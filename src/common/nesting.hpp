@@ -32,8 +32,13 @@ std::size_t yaml_too_deep(std::string_view text, int limit = 2 * kMaxNesting);
 // (yaml-cpp takes a quote left open at the end of the file as a value.)
 // Block scalars (| and >) are skipped: a quote in them is text.
 std::size_t yaml_unclosed_quote(std::string_view text);
-// Throws asgd::Error "<what>: nested deeper than 64 levels (line N)" or
-// "<what>: line N: a quote opened here is never closed".
+// The 1-based line where a second YAML document begins ("---" or "..." at
+// column 0 after the first document's content), or 0: readers take one
+// document a file, and yaml-cpp's Load would drop the rest unread.
+std::size_t yaml_second_document(std::string_view text);
+// Throws asgd::Error "<what>: nested deeper than 64 levels (line N)",
+// "<what>: line N: a quote opened here is never closed" or "<what>: line N: a
+// second YAML document begins here".
 void check_yaml_text(std::string_view text, const std::string& what);
 
 // JSON parsed as json::parse(text, nullptr, false) does, discarded (is_discarded())

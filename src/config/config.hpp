@@ -96,7 +96,11 @@ inline constexpr double kMaxEpochs = 1e6;
 
 // Every problem in cfg, one message each; empty when the config is valid.
 std::vector<std::string> validate(const TrainConfig& cfg);
-// Throws asgd::Error listing every problem of validate() at once.
+// validate(), and what only a whole run's configuration shows (a suite
+// checks each value alone with validate()): the virtual learners' timing
+// options on a real run.
+std::vector<std::string> validate_run(const TrainConfig& cfg);
+// Throws asgd::Error listing every problem of validate_run() at once.
 void check(const TrainConfig& cfg);
 
 void to_json(nlohmann::json& j, const TrainConfig& c);
@@ -136,6 +140,9 @@ double available_memory();
 // one round of learners x batch within the training samples, and warm steps
 // within the run's updates. One line per problem, naming the flag.
 std::vector<std::string> data_fit_problems(const TrainConfig& cfg);
+// The warm-start checkpoint is a regular file ("" when there is none or it
+// is one); its contents are checked against the model when the run loads it.
+std::string warm_start_problem(const TrainConfig& cfg);
 // The checks a run needs before it loads data or allocates:
 // data_fit_problems(), and estimate_memory() fits in available_memory().
 // Throws asgd::Error naming the flag to change.

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "config/config.hpp"
 #include "nn/zoo.hpp"
 #include "protocol/registry.hpp"
@@ -155,6 +157,16 @@ std::vector<std::string> data_fit_problems(const TrainConfig& c) {
   return out;
 }
 
+std::string warm_start_problem(const TrainConfig& c) {
+  if (c.warm_start.empty()) return "";
+  std::error_code ec;
+  const auto st = std::filesystem::status(c.warm_start, ec);
+  if (!std::filesystem::exists(st)) return fmt::format("--warm-start '{}': no such file", shorten(c.warm_start, 200));
+  if (!std::filesystem::is_regular_file(st))
+    return fmt::format("--warm-start '{}': not a regular file (a folder, device or pipe)", shorten(c.warm_start, 200));
+  return "";
+}
+
 void check_resources(const TrainConfig& c) {
   if (const auto problems = data_fit_problems(c); !problems.empty()) throw Error(problems.front());
   MemoryEstimate e;
@@ -178,7 +190,11 @@ void check_resources(const TrainConfig& c) {
   if (c.data.kind == "synthetic") {
     TrainConfig tiny = one;
     tiny.data.n_train = tiny.data.n_test = 1;
-    if (estimate_memory(tiny).total() > avail)
+    TrainConfig two = tiny;  // the classes alone: the last layer's weights
+    two.data.classes = std::min<std::int32_t>(c.data.classes, 2);
+    if (estimate_memory(tiny).total() > avail && estimate_memory(two).total() <= avail)
+      flag = fmt::format("--synthetic-classes {}", c.data.classes);
+    else if (estimate_memory(tiny).total() > avail)
       flag = c.data.c > std::max(c.data.h, c.data.w)
                  ? fmt::format("--synthetic-channels {}", c.data.c)
                  : fmt::format("--synthetic-size {}", c.data.h == c.data.w ? c.data.h : std::max(c.data.h, c.data.w));

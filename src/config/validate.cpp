@@ -104,8 +104,25 @@ std::vector<std::string> validate(const TrainConfig& c) {
   return p;
 }
 
+std::vector<std::string> validate_run(const TrainConfig& c) {
+  std::vector<std::string> p = validate(c);
+  if (!c.virtual_learners) {  // the timing model's options change a real run's id and nothing else
+    const TrainConfig d;
+    const char* set = c.timing != d.timing                     ? "--timing"
+                      : c.compute_s != d.compute_s               ? "--compute-s"
+                      : c.compute_cv != d.compute_cv             ? "--compute-cv"
+                      : c.comm_s != d.comm_s                     ? "--comm-s"
+                      : c.straggler.has_value()                  ? "--straggler"
+                      : c.straggler_factor != d.straggler_factor ? "--straggler-factor"
+                                                                 : nullptr;
+    if (set != nullptr)
+      p.push_back(fmt::format("{} is for virtual learners (--virtual): real runs are measured, not modelled", set));
+  }
+  return p;
+}
+
 void check(const TrainConfig& c) {
-  const auto problems = validate(c);
+  const auto problems = validate_run(c);
   if (problems.empty()) return;
   std::string msg = fmt::format("invalid configuration ({} problem{}): ", problems.size(),
                                 problems.size() == 1 ? "" : "s");

@@ -96,7 +96,7 @@ void log_start(const TrainConfig& cfg, const RunSession& session, const engine::
 }
 
 void check_shape(const TrainConfig& cfg, const Comm& comm) {
-  if (auto problems = validate(cfg); !problems.empty()) {
+  if (auto problems = validate_run(cfg); !problems.empty()) {
     try {
       check(cfg);
     } catch (const Error& e) {

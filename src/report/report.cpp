@@ -285,10 +285,6 @@ constexpr const char* kDefinitions = R"(## Definitions
   weighted by `gradients` when the histogram is empty), averaged over the configuration's runs.
 )";
 
-}  // namespace
-
-namespace {
-
 // The report folder (made), after checking the suite folder and listing its
 // runs/ into files.
 std::string report_folder(const ReportOptions& opt, std::vector<std::string>& files) {
@@ -440,6 +436,8 @@ int write_report(const ReportOptions& opt) {
 
   for (const auto& c : copies) std::fprintf(stderr, "warning: %s\n", c.c_str());
   for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  for (const auto& r : runs)  // counted as failed runs and listed in report.md: said here too
+    if (!r.readable) std::fprintf(stderr, "warning: %s (counted as failed)\n", r.error.c_str());
   if (!opt.quiet)
     fmt::print("report: {} runs ({} completed, {} diverged, {} failed{}) -> {}\n", runs.size(), n.completed,
                n.diverged, n.failed, copies.empty() ? "" : fmt::format("; {} copies left out", copies.size()),

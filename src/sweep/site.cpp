@@ -38,12 +38,16 @@ std::string sbatch_entry_problem(const std::string& e) {
       e.compare(0, 2, "--") != 0 ? "" : e.substr(2, e.find('=') == std::string::npos ? std::string::npos : e.find('=') - 2);
   if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
     return "write one option per entry, as --name or --name=value (long names, no short forms)";
-  for (const char* own : kOwn)
-    if (name == own)
-      return name == std::string("export")
-                 ? "--export is not allowed: the tasks need the submitting shell's environment"
-                 : fmt::format("asgd writes --{} itself (from the suite and the site's own keys); remove this entry",
-                               name);
+  // sbatch (getopt_long) takes any unambiguous abbreviation of a long name:
+  // --expo is --export, --arr is --array
+  for (const std::string own : kOwn) {
+    if (own.compare(0, name.size(), name) != 0) continue;
+    const std::string as = name == own ? "" : fmt::format("--{} abbreviates --{}: ", name, own);
+    return own == "export" ? as + "--export is not allowed: the tasks need the submitting shell's environment"
+                           : as + fmt::format("asgd writes --{} itself (from the suite and the site's own keys); "
+                                              "remove this entry",
+                                              own);
+  }
   return "";
 }
 

@@ -165,10 +165,11 @@ struct Expansion {
 void check_run(const Parsed& p, const Run& run, const std::vector<std::size_t>& idx, const std::string& compact,
                Expansion& x) {
   const TrainConfig& c = run.config;
-  const auto problems = validate(c);
+  const auto problems = validate_run(c);
   for (const auto& prob : problems) x.run_problems.add(prob, compact);
   if (problems.empty())
     for (const auto& prob : data_fit_problems(c)) x.run_problems.add(prob, compact);
+  if (const auto prob = warm_start_problem(c); !prob.empty()) x.run_problems.add(prob, compact);
   if (p.suite.resources.gpus_per_learner > 0 && !c.virtual_learners && c.device != "cuda")
     x.run_problems.add("resources.gpus_per_learner > 0 asks Slurm for GPUs, but device is cpu: "
                        "set device: cuda (or gpus_per_learner: 0)",

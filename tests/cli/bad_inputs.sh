@@ -32,6 +32,29 @@ expect_error "--device cuda without a GPU" "built without CUDA|no CUDA device vi
   "$asgd" train "${syn[@]}" --device cuda
 expect_error "unwritable results folder" "cannot create results folder /proc/" -- \
   "$asgd" train "${syn[@]}" --results /proc/asgd-results
+# The environment, in a single-process and a virtual run as in MPI ranks; Kokkos' own variables
+expect_error "single run: bad ASGD_WAIT" "ASGD_WAIT='bogus'" -- env ASGD_WAIT=bogus "$asgd" train "${syn[@]}"
+expect_error "virtual run: bad ASGD_INJECT_SERVER" "ASGD_INJECT_SERVER='a:b'" -- \
+  env ASGD_INJECT_SERVER=a:b "$asgd" train "${syn[@]}" --virtual --learners 2
+expect_error "KOKKOS_NUM_THREADS not asgd's" "KOKKOS_NUM_THREADS='abc'.*unset KOKKOS_NUM_THREADS" -- \
+  env KOKKOS_NUM_THREADS=abc "$asgd" train "${syn[@]}"
+expect_error "a bad KOKKOS_DEVICE_ID" "Kokkos refused its settings .*KOKKOS_DEVICE_ID" -- \
+  env KOKKOS_DEVICE_ID=abc "$asgd" info
+# Virtual-learner options on a real run would change its id and nothing else
+for opt in "--compute-s 1" "--comm-s 0.1" "--timing fixed" "--straggler 0"; do
+  expect_error "real run with $opt" "${opt%% *} is for virtual learners" -- "$asgd" train "${syn[@]}" $opt
+done
+# What the run would refuse, --dry-run refuses; a refused run leaves no folder behind
+expect_error "dry run: warm start is a folder" "--warm-start '/tmp': not a regular file" -- \
+  "$asgd" train "${syn[@]}" --dry-run --warm-start /tmp
+expect_error "dry run: no warm-start file" "--warm-start '$work/none.h5': no such file" -- \
+  "$asgd" train "${syn[@]}" --dry-run --warm-start "$work/none.h5"
+expect_error "dry run: beyond memory" "--synthetic-size 1048576: the run would need about" -- \
+  "$asgd" train "${syn[@]}" --dry-run --synthetic-size 1048576
+expect_error "memory: the flag that makes the model large" "--synthetic-classes 1048576: the run would need" -- \
+  "$asgd" train "${syn[@]}" --model alexnet --synthetic-size 227 --synthetic-channels 3 --synthetic-classes 1048576 \
+  --results "$work/mem"
+[[ -e $work/mem ]] && fail "a run refused for memory made $work/mem"
 
 # A truncated and a corrupt copy of the real Fashion-MNIST: tests/cli/bad_dataset.sh
 # (ctest cli.bad_dataset; skipped, not passed, where the data set is absent).
@@ -266,8 +289,8 @@ expect_error "finished run id, another configuration" "runs/r.h5: run r already 
 "$asgd" train "${syn[@]}" --threads 2 >"$work/out" 2>&1 && grep -q "already finished" "$work/out" \
   && pass "same configuration, other threads: already finished" || fail "threads made it another run"
 
-expect_error "warm start: missing file" "nope.h5: cannot open" -- "$asgd" train "${syn[@]}" --run-id w0 --warm-start "$work/nope.h5"
-expect_error "warm start: a folder" "is a directory" -- "$asgd" train "${syn[@]}" --run-id w1 --warm-start "$work"
+expect_error "warm start: missing file" "--warm-start .*nope.h5.: no such file" -- "$asgd" train "${syn[@]}" --run-id w0 --warm-start "$work/nope.h5"
+expect_error "warm start: a folder" "--warm-start .*: not a regular file \(a folder" -- "$asgd" train "${syn[@]}" --run-id w1 --warm-start "$work"
 expect_error "warm start: a results file" "is an asgd checkpoint, not|not an asgd checkpoint" -- \
   "$asgd" train "${syn[@]}" --run-id w2 --warm-start "$res"
 if have_h5py; then

@@ -163,7 +163,8 @@ if [[ -x $micro ]]; then
 fi
 mkdir -p "$work/sb/sites"
 sb=0
-for entry in '"-c 3"' '"--cpus-per-task=8"' '"--ntasks=2"' '"--export=NONE"' '"--cpus-per-task 8"'; do
+for entry in '"-c 3"' '"--cpus-per-task=8"' '"--ntasks=2"' '"--export=NONE"' '"--cpus-per-task 8"' \
+             '"--expo=NONE"' '"--arr=0-99"' '"--cpus-per-t=8"'; do
   sb=$((sb + 1))
   printf 'description: t\nsbatch: ["--exclusive", %s]\n' "$entry" >"$work/sb/sites/s$sb.yaml"
   expect_error "site: sbatch entry $entry" "s$sb.yaml:2: sbatch\[1\] '${entry//\"/}': " -- \

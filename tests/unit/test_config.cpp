@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "common/error.hpp"
 #include "common/hash.hpp"
 #include "common/nesting.hpp"
 #include "common/text.hpp"
@@ -279,6 +280,14 @@ TEST(Nesting, YamlText) {
   EXPECT_EQ(asgd::yaml_unclosed_quote("a: don't\nb: it's # 'c\n"), 0u);  // not at a token's start, a comment
   EXPECT_EQ(asgd::yaml_unclosed_quote("a: |\n  \"text\n  more\nb: 1\n"), 0u);  // a block scalar's text
   EXPECT_EQ(asgd::yaml_unclosed_quote("a: \"two\n  lines\"\n"), 0u);
+  // one document a file: a marker before the content (and comments, directives) is the first
+  EXPECT_EQ(asgd::yaml_second_document("# c\n%YAML 1.2\n---\na: 1\nb: ---x\n  --- not a marker\n"), 0u);
+  EXPECT_EQ(asgd::yaml_second_document("a: 1\n---\nname: other\n"), 2u);
+  EXPECT_EQ(asgd::yaml_second_document("---\na: |\n  text\n--- # next\n"), 4u);  // ends a block scalar too
+  EXPECT_EQ(asgd::yaml_second_document("a: 1\n...\n"), 2u);
+  EXPECT_EQ(asgd::yaml_second_document("...\nb: 2\n"), 0u);
+  EXPECT_EQ(asgd::yaml_second_document("...\n---\nb: 2\n"), 2u);
+  EXPECT_THROW(asgd::check_yaml_text("a: 1\n---\n", "suite x.yaml"), asgd::Error);
 }
 
 // Every number's range, as --help states it, is what validate() holds it to:

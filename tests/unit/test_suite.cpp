@@ -411,7 +411,7 @@ TEST_F(SuiteTest, MissingFile) {
 // kBadSuites files, numbered 01..kBadSuites with no gap: a file that goes
 // missing fails the test instead of shrinking it. (tests/cli/bad_suites.sh
 // checks each through `asgd sweep plan`: exit 2.)
-constexpr std::size_t kBadSuites = 31;
+constexpr std::size_t kBadSuites = 34;
 TEST(BadSuites, Corpus) {
   const fs::path dir = source_dir() / "tests" / "data" / "bad_suites";
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
