@@ -48,14 +48,13 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
       !cfg.virtual_learners && (world_size() > 1 || cfg.learners > 1 || cfg.servers > 1);
   if (cfg.virtual_learners && world_size() > 1)
     throw ps::CollectiveError("--virtual runs in one process: start it without mpiexec");
-  if (!distributed) {
+  if (!distributed || dry_run) {
     check(cfg);
-    // ASGD_WAIT, ASGD_INJECT_* and the switches, as MPI ranks check them in
-    // train_mpi: a bad value is refused in every mode, before any work
-    ps::check_injection();
-    check_resources(cfg);
-    if (const auto problem = warm_start_problem(cfg); !problem.empty()) throw Error(problem);
+    check_resources(cfg);  // before any folder is made; what the run would refuse, a dry run refuses too
   }
+  // ASGD_WAIT, ASGD_INJECT_* and the switches, as MPI ranks check them in
+  // train_mpi: a bad value is refused in every mode, before any work
+  if (!distributed) ps::check_injection();
   {  // OMP_NUM_THREADS and the OpenMP runtime's limits: every rank checks its own, one line, exit 2
     std::string problem;
     try {
@@ -66,9 +65,6 @@ int cmd_train(const TrainConfig& cfg, bool dry_run, const ps::TrainOptions& opt)
     ps::stop_if_any_failed(ps::Comm(MPI_COMM_WORLD), problem, "a rank's threads were refused");
   }
   if (dry_run) {
-    check(cfg);
-    check_resources(cfg);  // what the run would refuse, the dry run refuses too
-    if (const auto problem = warm_start_problem(cfg); !problem.empty()) throw Error(problem);
     if (world_rank() == 0)
       fmt::print("{}\nrun id: {}\n", nlohmann::json(cfg).dump(2), resolved_run_id(cfg));
     return 0;

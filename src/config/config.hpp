@@ -144,7 +144,8 @@ std::vector<std::string> data_fit_problems(const TrainConfig& cfg);
 // is one); its contents are checked against the model when the run loads it.
 std::string warm_start_problem(const TrainConfig& cfg);
 // The checks a run needs before it loads data or allocates:
-// data_fit_problems(), and estimate_memory() fits in available_memory().
+// data_fit_problems(), warm_start_problem(), and estimate_memory() fits in
+// available_memory().
 // Throws asgd::Error naming the flag to change.
 void check_resources(const TrainConfig& cfg);
 

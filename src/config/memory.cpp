@@ -169,6 +169,7 @@ std::string warm_start_problem(const TrainConfig& c) {
 
 void check_resources(const TrainConfig& c) {
   if (const auto problems = data_fit_problems(c); !problems.empty()) throw Error(problems.front());
+  if (const auto problem = warm_start_problem(c); !problem.empty()) throw Error(problem);
   MemoryEstimate e;
   try {
     e = estimate_memory(c);
@@ -192,9 +193,10 @@ void check_resources(const TrainConfig& c) {
     tiny.data.n_train = tiny.data.n_test = 1;
     TrainConfig two = tiny;  // the classes alone: the last layer's weights
     two.data.classes = std::min<std::int32_t>(c.data.classes, 2);
-    if (estimate_memory(tiny).total() > avail && estimate_memory(two).total() <= avail)
+    const bool tiny_too_large = estimate_memory(tiny).total() > avail;
+    if (tiny_too_large && estimate_memory(two).total() <= avail)
       flag = fmt::format("--synthetic-classes {}", c.data.classes);
-    else if (estimate_memory(tiny).total() > avail)
+    else if (tiny_too_large)
       flag = c.data.c > std::max(c.data.h, c.data.w)
                  ? fmt::format("--synthetic-channels {}", c.data.c)
                  : fmt::format("--synthetic-size {}", c.data.h == c.data.w ? c.data.h : std::max(c.data.h, c.data.w));

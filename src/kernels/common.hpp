@@ -67,11 +67,6 @@ namespace detail {
 // GEMM's results do not depend on the thread count, and the BLAS's
 // own threads never compete with Kokkos' (asgd sets the BLAS to 1 thread on
 // such a build; common/blas_env.cpp). Serial and device spaces call KokkosBlas.
-// True for a space whose memory the host reads (Serial, OpenMP).
-template <class Space>
-inline constexpr bool host_space =
-    Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
-
 template <class Space>
 inline constexpr bool parallel_host =
 #if defined(KOKKOS_ENABLE_OPENMP)
@@ -79,6 +74,11 @@ inline constexpr bool parallel_host =
 #else
     false;
 #endif
+
+// True for a space whose memory the host reads (Serial, OpenMP).
+template <class Space>
+inline constexpr bool host_space =
+    Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
 
 }  // namespace detail
 

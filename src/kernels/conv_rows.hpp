@@ -226,8 +226,8 @@ void conv2d_backward_rows(const Window& g, index_t f, const View1<Space>& rows,
   if (detail::conv_backward_begin<Space>(what, g, f, wt, dy, dx, dwt, db, ones)) return;
   const index_t pix = g.oh * g.ow;
   detail::rows_weight_grad<Space>(g, f, rows, dy, dwt);
-  const index_t tlen = transposed_dx_len<Space>(g, f);
   if constexpr (detail::host_space<Space>) {
+    const index_t tlen = transposed_dx_len<Space>(g, f);
     if (dx.data() != nullptr && tlen > 0 && static_cast<index_t>(dcol.extent(0)) >= tlen) {
       detail::bias_grad<Space>(detail::as_matrix<Space>(dy, g.n * pix, f), ones, db);
       detail::check_len(what, "dx", dx.extent(0), g.n * g.h * g.w * g.c);
