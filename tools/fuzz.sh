@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of the file readers (tests/fuzz; docs/TESTING.md "Fuzzing").
-#   tools/fuzz.sh [SECONDS] [TARGET...]
-# SECONDS per target (default 60), one target after another; TARGETs by name
+#   tools/fuzz.sh [-j N] [SECONDS] [TARGET...]
+# SECONDS per target (default 60), N targets at a time (default 1: one after
+# another; each target is one process on one core); TARGETs by name
 # (fuzz_suite or suite; default all: suite site sbatch config idx idx_gz cifar
 # results checkpoint profile bench). Builds the `fuzz` preset when needed (clang, libFuzzer,
 # ASan + UBSan; ASGD_BUILD_JOBS parallel jobs, default all cores), makes the
@@ -23,8 +24,13 @@ cd "$(dirname "$0")/.."
 
 all=(suite site sbatch config idx idx_gz cifar results checkpoint profile bench)
 seconds=60
+par=1
 case "${1:-}" in
-  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -j)
+    [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: -j takes a number of targets at a time (1 or more), not '${2:-}'" >&2; exit 2; }
+    par=$2
+    shift 2 ;;
 esac
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   seconds=$1
@@ -41,8 +47,32 @@ done
 
 build=build/fuzz
 jobs=${ASGD_BUILD_JOBS:-$(nproc)}
-[[ -f $build/build.ninja ]] || cmake --preset fuzz
-cmake --build --preset fuzz --target fuzzers -j "$jobs"
+if [[ -z ${ASGD_FUZZ_BUILT:-} ]]; then
+  [[ -f $build/build.ninja ]] || cmake --preset fuzz
+  cmake --build --preset fuzz --target fuzzers -j "$jobs"
+fi
+
+# N at a time: N runs of this script side by side, each with every Nth target
+# (their seeds, scratch folders and logs apart), their tables printed in turn.
+if (( par > 1 && ${#targets[@]} > 1 )); then
+  mkdir -p "$build/logs"
+  pids=() parts=()
+  for (( i = 0; i < par && i < ${#targets[@]}; i++ )); do
+    part=()
+    for (( k = i; k < ${#targets[@]}; k += par )); do part+=("${targets[k]}"); done
+    parts+=("$build/logs/part.$$.$i")
+    ASGD_FUZZ_BUILT=1 "$0" "$seconds" "${part[@]}" >"${parts[i]}" 2>&1 &
+    pids+=($!)
+    echo "== fuzz.sh: ${part[*]} (${#part[@]} x $seconds s, output in ${parts[i]})"
+  done
+  rc=0
+  for i in "${!pids[@]}"; do
+    wait "${pids[i]}" || rc=1
+    cat "${parts[i]}"
+    rm -f "${parts[i]}"
+  done
+  exit "$rc"
+fi
 
 python=/usr/bin/python3
 [[ -x $python ]] || python=python3

@@ -31,7 +31,7 @@ for arg in "$@"; do
 done
 
 packages=(
-  g++ cmake ninja-build pkg-config git
+  g++ cmake ninja-build pkg-config git ccache
   clang libclang-rt-14-dev
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev
   mpich libmpich-dev

@@ -2,12 +2,15 @@
 # Installs what is needed; compiles the `cuda` preset (the native CUDA path, warnings as
 # errors; its GPU tests run where a GPU is, and show as skipped elsewhere); builds the
 # AddressSanitizer preset and runs the unit tests under it; builds the `fuzz` preset and runs
-# each fuzz target of the file readers for 60 s (tools/fuzz.sh); builds Kokkos + KokkosKernels
+# each fuzz target of the file readers for 30 s, two at a time (tools/fuzz.sh); builds Kokkos + KokkosKernels
 # with the OpenMP backend from Debian's trilinos source (once, into a cache outside the clone,
 # keyed by what decides the build), the `openmp` preset on it, and runs every unit, MPI and virtual-learner test with 2 threads per
 # rank and the kernel tests also with 1; then builds the `ci` preset with warnings as errors and
 # runs every test (unit, MPI, virtual learners, command line, a real one-node Slurm, and, as root,
 # the emulated multi-node cluster with the `ompi` preset's asgd). This is what CI runs.
+# Every compilation goes through ccache, its cache outside the clone (ASGD_CACHE, default
+# /var/cache/asgd-bench, one cache per CPU model and flags: the builds use -march=native),
+# so a second run on the same machine recompiles only what changed.
 #   tools/test.sh              all of it
 #   tools/test.sh --no-asan    skip the sanitizer build
 #   tools/test.sh --no-cuda    skip the cuda preset
@@ -35,6 +38,18 @@ export OPENBLAS_NUM_THREADS=1
 # thread counts (the openmp preset: 2), none inherited from the calling shell.
 unset OMP_NUM_THREADS OMP_THREAD_LIMIT OMP_DYNAMIC OMP_MAX_ACTIVE_LEVELS
 
+# The compiler cache. ccache does not look behind -march=native, so an object
+# made on one CPU could be served to another: the cache is keyed by the CPU.
+cache=${ASGD_CACHE:-/var/cache/asgd-bench}
+if command -v ccache >/dev/null && mkdir -p "$cache" 2>/dev/null && [[ -w $cache ]]; then
+  cpu=$(grep -m2 -E '^(model name|flags)' /proc/cpuinfo | sha1sum | cut -c1-12)
+  # BASEDIR and NOHASHDIR: clones in other folders share the cache
+  export CCACHE_DIR=$cache/ccache-$cpu CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=4G
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  ccache --zero-stats >/dev/null
+  echo "test.sh: compiler cache $CCACHE_DIR"
+fi
+
 if (( asan )); then
   echo "== asan preset: unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake --preset asan
@@ -53,8 +68,8 @@ if (( cuda )); then
   fi
 fi
 if (( fuzz )); then
-  echo "== fuzz preset: every fuzz target of the file readers for 60 s (clang, libFuzzer, ASan + UBSan)"
-  ASGD_BUILD_JOBS=$jobs tools/fuzz.sh 60
+  echo "== fuzz preset: every fuzz target of the file readers for 30 s, two at a time (clang, libFuzzer, ASan + UBSan)"
+  ASGD_BUILD_JOBS=$jobs tools/fuzz.sh -j "$jobs" 30
 fi
 if (( openmp )); then
   echo "== openmp preset: Kokkos' OpenMP backend; unit, MPI, virtual-learner tests with 2 threads"
@@ -84,4 +99,5 @@ echo "== ci preset: build (warnings are errors) and all tests"
 cmake --preset ci
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
+if [[ -n ${CCACHE_DIR:-} ]]; then ccache --show-stats | grep -E '^ *(Hits|Misses)' | sed 's/^ */test.sh: ccache /' || true; fi
 echo "test.sh: all tests passed"
