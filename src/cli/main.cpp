@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "common/blas_env.hpp"
 #include "common/error.hpp"
 #include "common/fatal.hpp"
+#include "protocol/registry.hpp"
 #include "ps/mpi_train.hpp"
 #include "report/report.hpp"
 
@@ -27,28 +29,36 @@ namespace {
 
 using namespace asgd::cli;
 
-// One line for stderr: control characters escaped, and any run of more than
-// 200 characters without a space (an echoed value) cut to its first 60.
+// One line for stderr, of UTF-8 text: control characters and bytes that are
+// not UTF-8 escaped, and any run of more than 200 characters without a space
+// (an echoed value) cut to its first 60.
 std::string one_line(const std::string& msg) {
   std::string out, token;
   auto flush = [&] {
     out += token.size() > 200 ? asgd::shorten(token, 60) : token;
     token.clear();
   };
-  for (char ch : msg) {
+  for (std::size_t i = 0; i < msg.size();) {
+    const char ch = msg[i];
+    const std::size_t len = asgd::utf8_sequence(msg, i);
     if (ch == ' ') {
       flush();
       out += ' ';
     } else if (ch == '\n' || ch == '\r' || ch == '\t') {
       token += ch == '\n' ? "\\n" : ch == '\r' ? "\\r" : "\\t";
-    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || len == 0) {
       token += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
     } else {
-      token += ch;
+      token.append(msg, i, len);
     }
+    i += std::max<std::size_t>(len, 1);
   }
   flush();
-  if (out.size() > 20000) out = out.substr(0, 20000) + "...";
+  if (out.size() > 20000) {
+    std::size_t cut = 20000;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
+    out = out.substr(0, cut) + "...";
+  }
   return out;
 }
 
@@ -299,7 +309,8 @@ int dispatch(Args& a) {
     if (*c) return cmd_sweep(action, a.sw);
   if (*a.report) return cmd_report(a.report_dir, a.report_out, !a.no_plots, false);
   if (*a.compare) return asgd::report::compare(a.base, a.cand, a.copt);
-  if (*a.validate) return asgd::report::validate(a.files) > 0 ? 1 : 0;
+  if (*a.validate)
+    return asgd::report::validate(a.files, {asgd::nn::model_names(), asgd::protocol::protocol_names()}) > 0 ? 1 : 0;
   if (*a.history) {
     if (!a.hist_no_plots) a.hopt.plot_script = source_dir() + "/tools/ci/plot_history.py";
     const auto h = asgd::report::history(a.hopt);

@@ -10,22 +10,43 @@
 
 namespace asgd {
 
+std::size_t utf8_sequence(const std::string& v, std::size_t i) {
+  const auto* s = reinterpret_cast<const unsigned char*>(v.data());
+  const unsigned c = s[i];
+  std::size_t len = 0;
+  unsigned cp = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f;
+  else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f;
+  else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07;
+  else return 0;
+  if (i + len > v.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    if ((s[i + k] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i + k] & 0x3f);
+  }
+  const unsigned min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
 std::string shorten(const std::string& v, std::size_t max) {
   std::string out;
-  std::size_t shown = 0;  // characters of v taken
-  for (std::size_t i = 0; i < v.size() && shown < max; ++i, ++shown) {
+  std::size_t i = 0;
+  for (std::size_t shown = 0; i < v.size() && shown < max; ++shown) {  // shown: characters
     const auto ch = static_cast<unsigned char>(v[i]);
+    const std::size_t len = utf8_sequence(v, i);
     if (ch == '\n') out += "\\n";
     else if (ch == '\r') out += "\\r";
     else if (ch == '\t') out += "\\t";
-    else if (ch < 0x20 || ch == 0x7f) out += fmt::format("\\x{:02x}", ch);
-    else out += static_cast<char>(ch);
+    else if (ch < 0x20 || ch == 0x7f || len == 0) out += fmt::format("\\x{:02x}", ch);  // not text: a byte
+    else out.append(v, i, len);
+    i += std::max<std::size_t>(len, 1);
   }
-  if (shown < v.size()) {
-    // do not end inside a UTF-8 sequence
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-    if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0xC0) out.pop_back();
-    out += fmt::format("... ({} characters)", v.size());
+  if (i < v.size()) {
+    std::size_t chars = 0;  // a byte that is not text counts as one
+    for (std::size_t k = 0; k < v.size(); ++chars) k += std::max<std::size_t>(utf8_sequence(v, k), 1);
+    out += fmt::format("... ({} characters)", chars);
   }
   return out;
 }
@@ -85,27 +106,9 @@ std::string fmt_duration(double s) {
 }
 
 bool valid_utf8(const std::string& v) {
-  const auto* s = reinterpret_cast<const unsigned char*>(v.data());
-  const std::size_t n = v.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned c = s[i];
-    std::size_t len = 0;
-    unsigned cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f;
-    else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f;
-    else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07;
-    else return false;
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3f);
-    }
-    const unsigned min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+  for (std::size_t i = 0; i < v.size();) {
+    const std::size_t len = utf8_sequence(v, i);
+    if (len == 0) return false;
     i += len;
   }
   return true;

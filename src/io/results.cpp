@@ -3,6 +3,7 @@
 #include "io/results.hpp"
 
 #include "common/nesting.hpp"
+#include "common/text.hpp"
 #include "io/h5_util.hpp"
 
 #include <algorithm>
@@ -16,12 +17,9 @@ namespace h5 {
 
 namespace {
 
-// A value as a message shows it: the first 60 characters, control characters as '?'.
-std::string shown(const std::string& v) {
-  std::string s;
-  for (char ch : v.substr(0, 60)) s += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
-  return v.size() > 60 ? s + "..." : s;
-}
+// A value as a message shows it: the first 60 characters, control characters
+// and bytes that are not UTF-8 text escaped.
+std::string shown(const std::string& v) { return shorten(v, 60); }
 
 // Messages for the file root carry only the path; nested layouts (a
 // checkpoint's /progress) also name the group.

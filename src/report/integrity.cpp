@@ -8,12 +8,16 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "common/cpu_name.hpp"
 #include "common/error.hpp"
 #include "common/nesting.hpp"
+#include "common/text.hpp"
 #include "io/results.hpp"
 #include "report/detail.hpp"
 #include "report/report.hpp"
@@ -162,14 +166,39 @@ std::set<std::string> machines(const json& doc) {
 
 namespace asgd::report {
 
-int validate(const std::vector<std::string>& files) {
+namespace {
+// "" when the file's model and protocol, and its configuration's where it
+// holds them (older files may not), are known names.
+std::string stored_name_problem(const io::RunResult& r, const KnownNames& known) {
+  const auto j = nlohmann::json::parse(r.config_json, nullptr, false);  // read_results checked it
+  for (const auto& [key, attr, names] : {std::tuple{"model", &r.model, &known.models},
+                                         std::tuple{"protocol", &r.protocol, &known.protocols}}) {
+    if (names->empty()) continue;
+    auto unknown = [&](const std::string& v) { return std::find(names->begin(), names->end(), v) == names->end(); };
+    const auto list = fmt::format("{}", fmt::join(*names, ", "));
+    const bool single = std::string(key) == "protocol" && *attr == "single";  // one process: no protocol
+    if (!single && unknown(*attr)) return fmt::format("{} '{}' is not one of {}", key, shorten(*attr), list);
+    const auto it = j.is_object() ? j.find(key) : j.end();
+    if (it == j.end()) continue;
+    if (!it->is_string() || unknown(it->get<std::string>()))
+      return fmt::format("config {} {} is not one of {}", key,
+                         it->is_string() ? "'" + shorten(it->get<std::string>()) + "'" : shorten(it->dump()), list);
+  }
+  return "";
+}
+}  // namespace
+
+int validate(const std::vector<std::string>& files, const KnownNames& known) {
   int invalid = 0;
   for (const auto& f : files) {
     std::string problem;
     try {
       const io::RunResult r = io::read_results(f);
-      std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, to_text(r.status), r.summary.updates).c_str());
-      continue;
+      problem = stored_name_problem(r, known);
+      if (problem.empty()) {
+        std::printf("%s\n", fmt::format("ok {} ({}, {} updates)", f, to_text(r.status), r.summary.updates).c_str());
+        continue;
+      }
     } catch (const Error& e) {
       problem = e.what();
     } catch (const std::exception& e) {

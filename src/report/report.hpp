@@ -35,9 +35,15 @@ struct CompareOptions {
 // returns 1 on a regression, 0 otherwise. Throws asgd::Error on bad input.
 int compare(const std::string& baseline, const std::string& candidate, const CompareOptions& opt);
 
-// Checks each file against the results schema; prints "ok <file>" or
-// "<file>: <problem>". Returns the number of invalid files.
-int validate(const std::vector<std::string>& files);
+// The names a run's stored configuration may hold (the command line passes
+// the model zoo's and the protocol registry's); an empty list checks nothing.
+struct KnownNames {
+  std::vector<std::string> models, protocols;
+};
+// Checks each file against the results schema, and its configuration's model
+// and protocol against `known`; prints "ok <file>" or "<file>: <problem>".
+// Returns the number of invalid files.
+int validate(const std::vector<std::string>& files, const KnownNames& known = {});
 
 // ---- asgd history (history.cpp): per-figure series over commits, steps ----
 

@@ -62,8 +62,6 @@ struct SiteReader {
   void bad(int line, const std::string& key, const std::string& what) {
     problems.push_back(fmt::format("{}:{}: {}: {}", path, line, shorten(key), what));
   }
-  static bool quoted(const YAML::Node& n) { return n.Tag() == "!"; }
-
   bool text(const YAML::Node& v, int line, const std::string& key, std::string& out) {
     if (!v.IsScalar()) {
       bad(line, key, fmt::format("expected a text value, got {}", detail::describe(v)));
@@ -90,19 +88,15 @@ struct SiteReader {
   void whole(const YAML::Node& v, int line, const std::string& key, int lo, int hi, int& out) {
     int x = 0;
     std::string expected;
-    if (quoted(v) || !detail::convert(v, x, expected) || x < lo || x > hi)
-      return bad(line, key, fmt::format("expected a whole number from {} to {}, got {}", lo, hi,
-                                        quoted(v) ? fmt::format("the text \"{}\"", shorten(v.Scalar()))
-                                                  : detail::describe(v)));
+    if (!detail::convert(v, x, expected) || x < lo || x > hi)  // a quoted "4" is text
+      return bad(line, key, fmt::format("expected a whole number from {} to {}, got {}", lo, hi, detail::describe(v)));
     out = x;
   }
   void flag(const YAML::Node& v, int line, const std::string& key, bool& out) {
     bool x = false;
     std::string expected;
-    if (quoted(v) || !detail::convert(v, x, expected))
-      return bad(line, key, fmt::format("expected true or false, got {}",
-                                        quoted(v) ? fmt::format("the text \"{}\"", shorten(v.Scalar()))
-                                                  : detail::describe(v)));
+    if (!detail::convert(v, x, expected))
+      return bad(line, key, fmt::format("expected true or false, got {}", detail::describe(v)));
     out = x;
   }
 

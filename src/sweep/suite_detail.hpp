@@ -32,8 +32,11 @@ struct Problems {
 // 1-based line of a node; fallback for missing and empty nodes (yaml-cpp
 // marks an empty value at the next token, often the next line).
 int line_of(const YAML::Node& n, int fallback);
-// "a list", "a mapping", "nothing" or the scalar quoted (cut short).
+// "a list", "a mapping", "nothing", `the text "..."` for a quoted scalar, or
+// the scalar in single quotes (cut short).
 std::string describe(const YAML::Node& n);
+// Whether n is a quoted scalar (text: never a number or a boolean).
+bool quoted(const YAML::Node& n);
 
 // node -> value; on failure `expected` names what was wanted.
 bool convert(const YAML::Node& n, int& out, std::string& expected);

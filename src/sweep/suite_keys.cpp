@@ -38,8 +38,13 @@ std::string describe(const YAML::Node& n) {
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
   if (n.IsNull() || !n.IsDefined()) return "nothing";
+  if (quoted(n)) return fmt::format("the text \"{}\"", shorten(n.Scalar()));
   return fmt::format("'{}'", shorten(n.Scalar()));
 }
+
+// A quoted scalar is text, never a number or a boolean ("4", 'true'), as in
+// a site file and a JSON configuration.
+bool quoted(const YAML::Node& n) { return n.IsScalar() && n.Tag() == "!"; }
 
 // ------------------------------------------------------------ scalar values
 
@@ -62,25 +67,25 @@ bool parse_number(const std::string& s, T& out) {
 bool convert(const YAML::Node& n, int& out, std::string& expected) {
   expected = "an integer";
   std::int64_t v = 0;
-  if (!n.IsScalar() || !parse_number(n.Scalar(), v) || v < INT_MIN || v > INT_MAX) return false;
+  if (!n.IsScalar() || quoted(n) || !parse_number(n.Scalar(), v) || v < INT_MIN || v > INT_MAX) return false;
   out = static_cast<int>(v);
   return true;
 }
 bool convert(const YAML::Node& n, std::int64_t& out, std::string& expected) {
   expected = "an integer";
-  return n.IsScalar() && parse_number(n.Scalar(), out);
+  return n.IsScalar() && !quoted(n) && parse_number(n.Scalar(), out);
 }
 bool convert(const YAML::Node& n, std::uint64_t& out, std::string& expected) {
   expected = "a non-negative integer";
-  return n.IsScalar() && parse_number(n.Scalar(), out);
+  return n.IsScalar() && !quoted(n) && parse_number(n.Scalar(), out);
 }
 bool convert(const YAML::Node& n, double& out, std::string& expected) {
   expected = "a number";
-  return n.IsScalar() && parse_number(n.Scalar(), out);
+  return n.IsScalar() && !quoted(n) && parse_number(n.Scalar(), out);
 }
 bool convert(const YAML::Node& n, bool& out, std::string& expected) {
   expected = "true or false";
-  if (!n.IsScalar()) return false;
+  if (!n.IsScalar() || quoted(n)) return false;
   std::string s = n.Scalar();
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "true" || s == "yes" || s == "on") out = true;

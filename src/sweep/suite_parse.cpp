@@ -347,10 +347,16 @@ void read_micro(const Top& top, Parsed& p, Problems& pr) {
     const std::string k = kv.first.Scalar();
     const int kl = line_of(kv.first, top.at("benchmark").line);
     try {
-      if (k == "filter") s.bench_filter = kv.second.as<std::string>();
-      else if (k == "repetitions") s.bench_repetitions = kv.second.as<int>();
-      else pr.add(kl, fmt::format("benchmark: unknown key '{}' (filter, repetitions){}", shorten(k),
-                                  did_you_mean(k, {"filter", "repetitions"})));
+      std::string expected;
+      if (k == "filter") {
+        s.bench_filter = kv.second.as<std::string>();
+      } else if (k == "repetitions") {
+        if (!convert(kv.second, s.bench_repetitions, expected))
+          pr.add(kl, fmt::format("benchmark: repetitions: expected {}, got {}", expected, describe(kv.second)));
+      } else {
+        pr.add(kl, fmt::format("benchmark: unknown key '{}' (filter, repetitions){}", shorten(k),
+                               did_you_mean(k, {"filter", "repetitions"})));
+      }
     } catch (const YAML::Exception&) {
       pr.add(kl, fmt::format("benchmark: {}: wrong type, got {}", shorten(k), describe(kv.second)));
     }

@@ -196,6 +196,9 @@ expect_error "config: unknown key" "bad1.json: unknown key 'lerners' \(did you m
   "$asgd" train --config "$(cfg bad1.json '{"lerners": 2}')"
 expect_error "config: wrong type names the key" "key 'batch': expected a whole number .*got the text" -- \
   "$asgd" train --config "$(cfg bad2.json '{"batch": "64"}')"
+printf '{"batch": 6\xff4}' >"$work/nonutf8.json"
+expect_error "config: a byte that is not UTF-8 is escaped" "nonutf8.json: not valid JSON: .*\\\\xff" -- \
+  "$asgd" train --config "$work/nonutf8.json"
 expect_error "config: float for an integer" "key 'batch': expected a whole number .*got 64.5" -- \
   "$asgd" train --config "$(cfg bad3.json '{"batch": 64.5}')"
 expect_error "config: array top level" "bad4.json: expected a JSON object of config keys, got a list" -- \
@@ -364,6 +367,20 @@ EOF
   "$asgd" validate "$work/v.h5" >"$work/out" 2>&1
   (( $? == 1 )) && grep -q "epochs 6.2e+10 is beyond the configured run" "$work/out" && pass "validate refuses 62 billion epochs" \
     || { fail "validate took 62 billion epochs"; cat "$work/out"; }
+  # a stored configuration naming a model or protocol this asgd does not know
+  for kv in "model=resnet" "protocol=hogwild"; do
+    cp "$res" "$work/v.h5"
+    /usr/bin/python3 -c "import h5py, json, sys; f = h5py.File(sys.argv[1], 'r+'); k, v = sys.argv[2].split('='); c = json.loads(f.attrs['config']); c[k] = v; f.attrs['config'] = json.dumps(c); f.close()" \
+      "$work/v.h5" "$kv"
+    "$asgd" validate "$work/v.h5" >"$work/out" 2>&1
+    (( $? == 1 )) && grep -q "config ${kv%%=*} '${kv#*=}' is not one of" "$work/out" && pass "validate refuses $kv: $(cat "$work/out")" \
+      || { fail "validate took a stored $kv"; cat "$work/out"; }
+  done
+  cp "$res" "$work/v.h5"  # the file's own model attribute, which reports group by
+  /usr/bin/python3 -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); f.attrs['model'] = 'resnet'; f.close()" "$work/v.h5"
+  "$asgd" validate "$work/v.h5" >"$work/out" 2>&1
+  (( $? == 1 )) && grep -q ": model 'resnet' is not one of" "$work/out" && pass "validate refuses the model attribute resnet" \
+    || { fail "validate took the model attribute resnet"; cat "$work/out"; }
 else
   echo "SKIPPED checkpoint and validate cases: /usr/bin/python3 has no h5py (tools/setup.sh installs it)"
   skipped=$((skipped + 1))

@@ -7,7 +7,7 @@
 set -uo pipefail
 asgd=${1:?usage: bad_suites.sh ASGD_BINARY}
 dir=$(cd "$(dirname "$0")/../data/bad_suites" && pwd)
-want=34
+want=35
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0 passed=0

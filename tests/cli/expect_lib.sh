@@ -14,8 +14,10 @@ expect_error() {
   local rc=$? lines bytes
   lines=$(wc -l <"$work/err")
   bytes=$(wc -c <"$work/err")
-  if (( rc != 2 )) || (( lines != 1 )) || (( bytes > 2000 )) || ! grep -qE -- "$pattern" "$work/err"; then
-    echo "FAIL $name: rc=$rc (want 2), $lines stderr lines, $bytes bytes, want /$pattern/:"
+  # one line of UTF-8 text, whatever bytes the input held
+  if (( rc != 2 )) || (( lines != 1 )) || (( bytes > 2000 )) || ! grep -qE -- "$pattern" "$work/err" ||
+     ! iconv -f UTF-8 -t UTF-8 "$work/err" >/dev/null 2>&1; then
+    echo "FAIL $name: rc=$rc (want 2), $lines stderr lines, $bytes bytes, want /$pattern/ in UTF-8:"
     head -c 600 "$work/err"; echo
     failures=$((failures + 1))
   else

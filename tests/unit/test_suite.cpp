@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -328,6 +329,24 @@ axes:
       << err;
 }
 
+TEST_F(SuiteTest, QuotedValueIsText) {
+  // a quoted scalar is text wherever a number or a boolean is expected; unquoted, the same loads
+  const std::pair<const char*, const char*> cases[] = {
+      {"resources: {servers: \"2\"}\n", "resources servers: expected an integer, got the text \"2\""},
+      {"resources: {exclusive: 'true'}\n", "resources exclusive: expected true or false, got the text \"true\""},
+      {"axes:\n  lr: [0.1, \"0.2\"]\n", "got the text \"0.2\""},
+      {"seeds: [\"1\"]\n", "got the text \"1\""},
+  };
+  int k = 0;
+  for (const auto& [extra, want] : cases) {
+    const std::string err = load_error(write(fmt::format("q{}.yaml", k++), std::string("name: q\n") + kBase + extra));
+    EXPECT_NE(err.find(want), std::string::npos) << extra << " -> " << err;
+  }
+  EXPECT_EQ(load_error(write("u.yaml", std::string("name: u\n") + kBase +
+                                       "resources: {servers: 2, exclusive: true}\naxes:\n  lr: [0.1, 0.2]\nseeds: [1]\n")),
+            "");
+}
+
 TEST_F(SuiteTest, ModeTargetErrorResources) {
   const Suite s = load(std::string("name: virt\nmode: virtual\ntarget_error: 0.25\n") + kBase + R"(
 axes:
@@ -411,7 +430,7 @@ TEST_F(SuiteTest, MissingFile) {
 // kBadSuites files, numbered 01..kBadSuites with no gap: a file that goes
 // missing fails the test instead of shrinking it. (tests/cli/bad_suites.sh
 // checks each through `asgd sweep plan`: exit 2.)
-constexpr std::size_t kBadSuites = 34;
+constexpr std::size_t kBadSuites = 35;
 TEST(BadSuites, Corpus) {
   const fs::path dir = source_dir() / "tests" / "data" / "bad_suites";
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
@@ -643,6 +662,22 @@ TEST(Config, HelpersCutNameAndSuggest) {
   EXPECT_EQ(asgd::shorten("abc"), "abc");
   EXPECT_EQ(asgd::shorten("a\nb"), "a\\nb");
   EXPECT_EQ(asgd::shorten(std::string(100, 'x'), 10), "xxxxxxxxxx... (100 characters)");
+  // UTF-8 text is kept whole, a character at a time; bytes that are not text are escaped
+  EXPECT_EQ(asgd::shorten("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(asgd::shorten("a\xff" "b"), "a\\xffb");
+  EXPECT_EQ(asgd::shorten("\xc3"), "\\xc3");                // cut short
+  EXPECT_EQ(asgd::shorten("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(asgd::shorten("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  std::string e_acute;
+  for (int i = 0; i < 100; ++i) e_acute += "\xc3\xa9";
+  EXPECT_EQ(asgd::shorten(e_acute, 3), "\xc3\xa9\xc3\xa9\xc3\xa9... (100 characters)");
+  std::mt19937 gen(7);
+  for (int k = 0; k < 2000; ++k) {  // whatever the bytes, the message is UTF-8
+    std::string v(static_cast<std::size_t>(gen() % 80), '\0');
+    for (char& c : v) c = static_cast<char>(gen() % 256);
+    const std::string out = asgd::shorten(v, static_cast<std::size_t>(gen() % 70));
+    ASSERT_TRUE(asgd::valid_utf8(out)) << k;
+  }
   EXPECT_EQ(asgd::did_you_mean("lerners", {"learners", "lr"}), " (did you mean 'learners'?)");
   EXPECT_EQ(asgd::did_you_mean("zzzzzz", {"learners"}), "");
   EXPECT_EQ(asgd::name_problem("suite", "ok-name_1.2", 128), "");
