@@ -26,7 +26,7 @@ for arg in "$@"; do
     --no-cuda) cuda=0 ;;
     --no-fuzz) fuzz=0 ;;
     --no-openmp) openmp=0 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
