@@ -8,7 +8,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -171,17 +170,21 @@ namespace {
 // holds them (older files may not), are known names.
 std::string stored_name_problem(const io::RunResult& r, const KnownNames& known) {
   const auto j = nlohmann::json::parse(r.config_json, nullptr, false);  // read_results checked it
-  for (const auto& [key, attr, names] : {std::tuple{"model", &r.model, &known.models},
-                                         std::tuple{"protocol", &r.protocol, &known.protocols}}) {
-    if (names->empty()) continue;
-    auto unknown = [&](const std::string& v) { return std::find(names->begin(), names->end(), v) == names->end(); };
-    const auto list = fmt::format("{}", fmt::join(*names, ", "));
-    const bool single = std::string(key) == "protocol" && *attr == "single";  // one process: no protocol
-    if (!single && unknown(*attr)) return fmt::format("{} '{}' is not one of {}", key, shorten(*attr), list);
-    const auto it = j.is_object() ? j.find(key) : j.end();
+  struct Name {
+    std::string key;
+    const std::string& attr;
+    const std::vector<std::string>& known;
+  };
+  for (const Name& n : {Name{"model", r.model, known.models}, Name{"protocol", r.protocol, known.protocols}}) {
+    if (n.known.empty()) continue;
+    auto unknown = [&n](const std::string& v) { return std::find(n.known.begin(), n.known.end(), v) == n.known.end(); };
+    const auto list = fmt::format("{}", fmt::join(n.known, ", "));
+    const bool single = n.key == "protocol" && n.attr == "single";  // one process: no protocol
+    if (!single && unknown(n.attr)) return fmt::format("{} '{}' is not one of {}", n.key, shorten(n.attr), list);
+    const auto it = j.is_object() ? j.find(n.key) : j.end();
     if (it == j.end()) continue;
     if (!it->is_string() || unknown(it->get<std::string>()))
-      return fmt::format("config {} {} is not one of {}", key,
+      return fmt::format("config {} {} is not one of {}", n.key,
                          it->is_string() ? "'" + shorten(it->get<std::string>()) + "'" : shorten(it->dump()), list);
   }
   return "";
