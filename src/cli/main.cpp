@@ -33,27 +33,14 @@ using namespace asgd::cli;
 // not UTF-8 escaped, and any run of more than 200 characters without a space
 // (an echoed value) cut to its first 60.
 std::string one_line(const std::string& msg) {
-  std::string out, token;
-  auto flush = [&] {
+  std::string out;
+  for (std::size_t start = 0; start <= msg.size();) {
+    const std::size_t end = std::min(msg.find(' ', start), msg.size());
+    const std::string token = asgd::shorten(msg.substr(start, end - start), std::string::npos);  // escaped
     out += token.size() > 200 ? asgd::shorten(token, 60) : token;
-    token.clear();
-  };
-  for (std::size_t i = 0; i < msg.size();) {
-    const char ch = msg[i];
-    const std::size_t len = asgd::utf8_sequence(msg, i);
-    if (ch == ' ') {
-      flush();
-      out += ' ';
-    } else if (ch == '\n' || ch == '\r' || ch == '\t') {
-      token += ch == '\n' ? "\\n" : ch == '\r' ? "\\r" : "\\t";
-    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || len == 0) {
-      token += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
-    } else {
-      token.append(msg, i, len);
-    }
-    i += std::max<std::size_t>(len, 1);
+    if (end < msg.size()) out += ' ';
+    start = end + 1;
   }
-  flush();
   if (out.size() > 20000) {
     std::size_t cut = 20000;
     while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
