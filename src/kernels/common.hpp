@@ -61,6 +61,21 @@ using IView1 = Kokkos::View<std::int32_t*, Kokkos::LayoutRight, typename Space::
 
 namespace detail {
 
+// The window kernels (pooling, LRN) keep a pixel's channels innermost (NHWC)
+// and sum or compare over the window's pixels: f(ch0, width) handles channels
+// ch0..ch0+width with its running values in registers (a running value in
+// memory waits for its own store at every window pixel), width a compile-time
+// kChannelBlock for whole blocks, then 1 for the rest. Each channel's
+// operations keep their order: the results do not depend on the blocking.
+inline constexpr index_t kChannelBlock = 16;
+template <class F>
+KOKKOS_INLINE_FUNCTION void channel_blocks(index_t channels, const F& f) {
+  index_t ch0 = 0;
+  for (; ch0 + kChannelBlock <= channels; ch0 += kChannelBlock)
+    f(ch0, std::integral_constant<index_t, kChannelBlock>{});
+  for (; ch0 < channels; ++ch0) f(ch0, std::integral_constant<index_t, 1>{});
+}
+
 // True for a host execution space that runs several threads (Kokkos' OpenMP
 // backend). There the kernels split every GEMM themselves into a fixed number
 // of blocks (detail::host_gemm), one single-threaded BLAS call per block: so a

@@ -36,13 +36,16 @@ KOKKOS_INLINE_FUNCTION void lrn_window_row(const LrnParams& p, index_t r, const 
   const index_t y0 = iy - half < 0 ? 0 : iy - half, y1 = iy + half > p.h - 1 ? p.h - 1 : iy + half;
   for (index_t ix = 0; ix < w; ++ix) {
     const index_t x0 = ix - half < 0 ? 0 : ix - half, x1 = ix + half > w - 1 ? w - 1 : ix + half;
-    real_t* o = out + ix * c;
-    for (index_t ch = 0; ch < c; ++ch) o[ch] = 0;
-    for (index_t yy = y0; yy <= y1; ++yy)
-      for (index_t xx = x0; xx <= x1; ++xx) {
-        const real_t* v = src + ((b * p.h + yy) * w + xx) * c;
-        for (index_t ch = 0; ch < c; ++ch) o[ch] += Square ? v[ch] * v[ch] : v[ch];
-      }
+    channel_blocks(c, [&](index_t ch0, auto width) {
+      constexpr index_t B = decltype(width)::value;
+      real_t acc[B] = {};
+      for (index_t yy = y0; yy <= y1; ++yy)
+        for (index_t xx = x0; xx <= x1; ++xx) {
+          const real_t* v = src + ((b * p.h + yy) * w + xx) * c + ch0;
+          for (index_t k = 0; k < B; ++k) acc[k] += Square ? v[k] * v[k] : v[k];
+        }
+      for (index_t k = 0; k < B; ++k) out[ix * c + ch0 + k] = acc[k];
+    });
   }
 }
 

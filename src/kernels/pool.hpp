@@ -21,7 +21,9 @@ void maxpool_forward(const Window& g, const View1<Space>& x, const View1<Space>&
         const auto [b, oy, ox] = elem::pixel_of(r, q.oh, q.ow);
         const auto [y0, y1] = elem::pool_span(oy, q.kh, q.stride, q.h);
         const auto [x0, x1] = elem::pool_span(ox, q.kw, q.stride, q.w);
-        // Channels innermost: contiguous in NHWC, so the compare vectorises.
+        // Channels innermost: contiguous in NHWC, so the compare vectorises
+        // (its running values in memory: GCC 12 vectorises these masked
+        // selects there, not on a register block as in detail::channel_blocks).
         real_t* __restrict best = y.data() + r * q.c;
         std::int32_t* __restrict at = argmax.data() + r * q.c;
         for (index_t ch = 0; ch < q.c; ++ch) {
@@ -76,18 +78,21 @@ void avgpool_forward(const Window& g, const View1<Space>& x, const View1<Space>&
   Kokkos::parallel_for(
       "asgd::avgpool_forward", Kokkos::RangePolicy<Space>(0, g.n * g.oh * g.ow),
       KOKKOS_LAMBDA(index_t r) {
-        const auto [b, oy, ox] = elem::pixel_of(r, q.oh, q.ow);
-        const auto [y0, y1] = elem::pool_span(oy, q.kh, q.stride, q.h);
-        const auto [x0, x1] = elem::pool_span(ox, q.kw, q.stride, q.w);
+        // plain names, not structured bindings: the channel blocks' lambda captures them
+        const elem::Pixel o = elem::pixel_of(r, q.oh, q.ow);
+        const elem::Span sy = elem::pool_span(o.y, q.kh, q.stride, q.h), sx = elem::pool_span(o.x, q.kw, q.stride, q.w);
+        const index_t b = o.b, y0 = sy.lo, y1 = sy.hi, x0 = sx.lo, x1 = sx.hi;
         const real_t inv = real_t(1) / static_cast<real_t>((y1 - y0) * (x1 - x0));
-        real_t* out = y.data() + r * q.c;
-        for (index_t ch = 0; ch < q.c; ++ch) out[ch] = 0;
-        for (index_t iy = y0; iy < y1; ++iy)
-          for (index_t ix = x0; ix < x1; ++ix) {
-            const real_t* src = x.data() + ((b * q.h + iy) * q.w + ix) * q.c;
-            for (index_t ch = 0; ch < q.c; ++ch) out[ch] += src[ch];
-          }
-        for (index_t ch = 0; ch < q.c; ++ch) out[ch] *= inv;
+        detail::channel_blocks(q.c, [&](index_t ch0, auto width) {
+          constexpr index_t B = decltype(width)::value;
+          real_t sum[B] = {};
+          for (index_t iy = y0; iy < y1; ++iy)
+            for (index_t ix = x0; ix < x1; ++ix) {
+              const real_t* src = x.data() + ((b * q.h + iy) * q.w + ix) * q.c + ch0;
+              for (index_t k = 0; k < B; ++k) sum[k] += src[k];
+            }
+          for (index_t k = 0; k < B; ++k) y.data()[r * q.c + ch0 + k] = sum[k] * inv;
+        });
       });
 }
 

@@ -239,21 +239,23 @@ std::vector<k::LrnParams> lrn_cases() {
   std::vector<k::LrnParams> out;
   for (bool cross : {false, true})
     for (index_t size : {3, 5})
-      // beta 0.75 takes the square-root form of d^-beta, any other pow
-      for (float beta : {0.75f, 0.6f}) {
-        k::LrnParams p;
-        p.n = 2;
-        p.h = 7;
-        p.w = 5;
-        p.c = 6;
-        p.size = size;
-        // Large alpha so the cross terms of the backward pass matter.
-        p.alpha = 2.0f;
-        p.beta = beta;
-        p.k = 2.0f;
-        p.cross_map = cross;
-        out.push_back(p);
-      }
+      // beta 0.75 takes the square-root form of d^-beta, any other pow;
+      // 37 channels: two of the kernel's 16-channel blocks and a remainder
+      for (float beta : {0.75f, 0.6f})
+        for (index_t channels : {6, 37}) {
+          k::LrnParams p;
+          p.n = 2;
+          p.h = 7;
+          p.w = 5;
+          p.c = channels;
+          p.size = size;
+          // Large alpha so the cross terms of the backward pass matter.
+          p.alpha = 2.0f;
+          p.beta = beta;
+          p.k = 2.0f;
+          p.cross_map = cross;
+          out.push_back(p);
+        }
   // windows wider than the image and the channels (clipped on both sides)
   for (bool cross : {false, true}) {
     k::LrnParams p;
