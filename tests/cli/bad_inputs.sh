@@ -118,6 +118,7 @@ expect_error "target error 2" "target error 2 must be in \\[0, 1\\]" -- "$asgd" 
 expect_error "max steps negative" "max steps -1" -- "$asgd" train "${syn[@]}" --max-steps -1
 expect_error "checkpoint every negative" "checkpoint every -5" -- "$asgd" train "${syn[@]}" --checkpoint-every -5
 expect_error "learners negative" "learners -1 must be in 1..65536" -- "$asgd" train "${syn[@]}" --learners -1
+expect_error "learners 0, no second problem of n" "\\(1 problem\\): learners 0 must be in 1..65536\$" -- "$asgd" train "${syn[@]}" --learners 0
 expect_error "virtual: bad ASGD_IN_PLACE" "ASGD_IN_PLACE='no': want 1" -- \
   env ASGD_IN_PLACE=no "$asgd" train "${syn[@]}" --virtual --learners 2 --results "$work/inplace"
 [[ -e $work/inplace ]] && fail "a refused ASGD_IN_PLACE left $work/inplace"
