@@ -48,7 +48,10 @@ inline void direct_pixels(const Window& g, index_t f, index_t f0, index_t oy, in
         w[v] = wv;
       }
       for (int p = 0; p < P; ++p) {
-        const Float8 xv = Float8{} + xr[p * g.stride * g.c + t];
+        // a broadcast, no arithmetic (`Float8{} + x` adds 0 to x first: one
+        // more addition per broadcast on the adders the sums need)
+        const real_t xs = xr[p * g.stride * g.c + t];
+        const Float8 xv = {xs, xs, xs, xs, xs, xs, xs, xs};
         for (int v = 0; v < V; ++v) acc[p][v] += xv * w[v];
       }
     }
@@ -83,7 +86,8 @@ inline void direct_taps(const Window& g, index_t f, index_t f0, index_t t0, cons
         dv[v] = dd;
       }
       for (int u = 0; u < T; ++u) {
-        const Float8 xv = Float8{} + xr[off[u]];
+        const real_t xs = xr[off[u]];  // a broadcast, as in direct_pixels
+        const Float8 xv = {xs, xs, xs, xs, xs, xs, xs, xs};
         for (int v = 0; v < V; ++v) acc[u][v] += xv * dv[v];
       }
     }
