@@ -40,6 +40,7 @@ import argparse
 import datetime
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -71,6 +72,9 @@ SECTIONS = [
     Section("micro", 0.7, ["{b}/asgd_micro --benchmark_filter='sgemm|triad|^lenet/|^cifar10-18pct/' "
                            "--benchmark_color=false"], start=r"^Kokkos ",
             what="each layer and the step by phase against the same run's sgemm and triad", per_cpu=True),
+    Section("step-profile", 2, ["tools/profile_step.sh -b {b}"], needs=["perf"], start=r"^CPU: ",
+            what="the step's time by function (perf): OpenBLAS's micro-kernel, its packing, the project's kernels",
+            per_cpu=True),
     Section("training", 4, ["{b}/asgd train --model lenet --dataset fashion-mnist --epochs 3 --lr 0.01 "
                             "--eval-every 1 --target-error 0.1 --results {w}/training"], start=r"^run ",
             what="lenet on Fashion-MNIST, one learner, 3 epochs", per_cpu=True),
@@ -176,6 +180,13 @@ def need_met(need):
         return subprocess.run("nvidia-smi -L", shell=True, capture_output=True).returncode == 0
     if need == "ompi":
         return os.access(os.path.join(ROOT, "build/ompi/asgd"), os.X_OK)
+    if need == "perf":
+        try:
+            with open("/proc/sys/kernel/perf_event_paranoid") as f:
+                allowed = os.geteuid() == 0 or int(f.read()) <= 1
+        except (OSError, ValueError):
+            allowed = False
+        return allowed and shutil.which("perf") is not None
     return False
 
 
