@@ -84,7 +84,7 @@ for m in $models; do profile "$m" "^$m/step/"; done
 import collections, re, sys
 work, build, threads, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def groups(name):
-    g = collections.Counter(); own = collections.Counter()
+    g = collections.Counter(); own = collections.Counter(); others = collections.Counter()
     for line in open(f"{work}/{name}.tsv"):
         p, dso, sym = line.rstrip("\n").split("\t")
         sym = re.sub(r"(\s+-)+$", "", sym)  # perf's empty columns after the symbol
@@ -101,25 +101,30 @@ def groups(name):
             g["libc"] += p
         else:
             g["other"] += p
+            others[dso] += p
     total = sum(g.values())
-    return {k: 100 * v / total for k, v in g.items()}, own, total
+    return {k: 100 * v / total for k, v in g.items()}, own, others
 ref, _, _ = groups("sgemm")
 kref = ref.get("blas_kernel", 0)
 print(f"\nshares of the samples (perf record -e cpu-clock), {threads} thread(s); sgemm: asgd_micro's 1024^3 reference")
-print("| run | sgemm micro-kernel | OpenBLAS packing, scaling | this project's kernels | C library | OS | kernel-bound | OpenBLAS alone |")
-print("|---|---|---|---|---|---|---|---|")
-tops = {}
+print("| run | sgemm micro-kernel | OpenBLAS packing, scaling | this project's kernels | C library | OS | other | kernel-bound | OpenBLAS alone |")
+print("|---|---|---|---|---|---|---|---|---|")
+tops, rest = {}, {}
 for n in names:
-    g, own, _ = groups(n)
+    g, own, others = groups(n)
     k, r = g.get("blas_kernel", 0), g.get("blas_rest", 0)
     bound = f"{100 * k / kref:.0f}%" if n != "sgemm" and kref > 0 else "-"
     alone = f"{100 * (100 * k / (k + r)) / kref:.0f}%" if n != "sgemm" and kref > 0 and k + r > 0 else "-"
     print(f"| {'sgemm 1024' if n == 'sgemm' else n + ' step'} | {k:.1f}% | {r:.1f}% | {g.get('own', 0):.1f}% | "
-          f"{g.get('libc', 0):.1f}% | {g.get('os', 0):.1f}% | {bound} | {alone} |")
+          f"{g.get('libc', 0):.1f}% | {g.get('os', 0):.1f}% | {g.get('other', 0):.1f}% | {bound} | {alone} |")
+    if others:
+        rest[n] = others
     if n != "sgemm":
         tops[n] = own
 print("kernel-bound: the step's micro-kernel share over the sgemm's (about the step's GFLOP/s against the sgemm's, "
       "if the micro-kernel does a FLOP in the same time in both); OpenBLAS alone: the same with only OpenBLAS in the step")
+for n, others in rest.items():
+    print(f"other in {n}: " + ", ".join(f"{d} {p:.1f}% of the samples" for d, p in others.most_common(3)))
 for n, own in tops.items():
     print(f"\n{n}: this project's heaviest functions, share of the step's samples")
     for sym, p in own.most_common(8):
