@@ -7,7 +7,7 @@
 #   - the rest of OpenBLAS (packing the operands, *copy*, and scaling C, *beta*),
 #   - this project's kernels (asgd_micro's own code: pooling, LRN, the direct
 #     first convolution, im2row, the update...), the C library (memset,
-#     memcpy) and the operating system,
+#     memcpy), the operating system and other libraries (libgomp's waits),
 # and the project's heaviest functions. Two figures follow from the shares,
 # assuming the micro-kernel does a FLOP in the same time in the step as in the
 # 1024^3 sgemm: `kernel-bound` (the step's micro-kernel share over the
@@ -16,7 +16,8 @@
 # cost would reach, the packing kept).
 # Needs perf (Debian's linux-perf) and kernel.perf_event_paranoid <= 1 or root;
 # the samples are cpu-clock ones, which a virtual machine without a PMU has.
-# BUILD: the folder with asgd_micro (default build/ci, else build/default).
+# BUILD: the folder with asgd_micro (default build/ci, else build/default);
+# THREADS: asgd_micro's --threads (default 1; more takes an OpenMP build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="" models="lenet cifar10-18pct" reps=30 threads=1
@@ -27,7 +28,7 @@ while getopts ":b:m:r:t:h" o; do
     m) models=$OPTARG ;;
     r) reps=$OPTARG ;;
     t) threads=$OPTARG ;;
-    h) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    h) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     :) echo "profile_step.sh: -$OPTARG needs a value ($usage)" >&2; exit 2 ;;
     *) echo "profile_step.sh: bad option -$OPTARG ($usage)" >&2; exit 2 ;;
   esac
