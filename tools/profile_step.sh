@@ -81,9 +81,9 @@ profile sgemm '^sgemm/1024/'
 for m in $models; do profile "$m" "^$m/step/"; done
 
 # shellcheck disable=SC2086  # one argument per model (checked above)
-/usr/bin/python3 - "$work" "$build" "$threads" sgemm $models <<'PY'
+/usr/bin/python3 - "$work" "$threads" sgemm $models <<'PY'
 import collections, re, sys
-work, build, threads, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+work, threads, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 def groups(name):
     g = collections.Counter(); own = collections.Counter(); others = collections.Counter()
     for line in open(f"{work}/{name}.tsv"):
@@ -92,7 +92,7 @@ def groups(name):
         p = float(p)
         if "openblas" in dso or dso.startswith("libblas"):
             g["blas_kernel" if sym.startswith("sgemm_kernel") else "blas_rest"] += p
-        elif dso == "asgd_micro" or dso.startswith("asgd"):
+        elif dso.startswith("asgd"):
             g["own"] += p
             short = sym.split("(")[0] if not sym.startswith("(") else sym
             own[short[:70]] += p
@@ -105,14 +105,14 @@ def groups(name):
             others[dso] += p
     total = sum(g.values())
     return {k: 100 * v / total for k, v in g.items()}, own, others
-ref, _, _ = groups("sgemm")
-kref = ref.get("blas_kernel", 0)
+parsed = {n: groups(n) for n in names}
+kref = parsed["sgemm"][0].get("blas_kernel", 0)
 print(f"\nshares of the samples (perf record -e cpu-clock), {threads} thread(s); sgemm: asgd_micro's 1024^3 reference")
 print("| run | sgemm micro-kernel | OpenBLAS packing, scaling | this project's kernels | C library | OS | other | kernel-bound | OpenBLAS alone |")
 print("|---|---|---|---|---|---|---|---|---|")
 tops, rest = {}, {}
 for n in names:
-    g, own, others = groups(n)
+    g, own, others = parsed[n]
     k, r = g.get("blas_kernel", 0), g.get("blas_rest", 0)
     bound = f"{100 * k / kref:.0f}%" if n != "sgemm" and kref > 0 else "-"
     alone = f"{100 * (100 * k / (k + r)) / kref:.0f}%" if n != "sgemm" and kref > 0 and k + r > 0 else "-"
