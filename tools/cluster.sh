@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An emulated multi-node cluster on this machine: N nodes, each a network namespace with its own
 # host name (a UTS namespace) and address, joined by a bridge in a namespace of its own; each
-# node's link shaped in both directions (tc tbf). Nothing is connected to the machine's own
+# node's link shaped in both directions (tc htb, acknowledgements first). Nothing is connected to the machine's own
 # interfaces: no route, NAT or bridge leads out, and the only addresses are the ones given here.
 #   tools/cluster.sh up N [--link RATE] [--node-link K=RATE]... [--cpus C] [--slurm]
 #       N nodes asgd-node1..asgd-nodeN (10.250.0.1..N), every link RATE (tc syntax: 1gbit,
@@ -11,13 +11,14 @@
 #                                  namespace, link and file made here
 #   tools/cluster.sh status        the nodes, their addresses and links, the daemons
 #   tools/cluster.sh exec NODE CMD...   run CMD on a node (asgd-nodeK or K)
-#   tools/cluster.sh burst NODE    the bytes of NODE's token bucket (tbf burst; both directions)
+#   tools/cluster.sh burst NODE    the bytes of NODE's token bucket (htb burst; both directions)
 #   tools/cluster.sh env           print the exports for the cluster's mpiexec and Slurm
-# `$ASGD_CLUSTER_DIR/bin/mpiexec` (default /run/asgd-cluster) is MPICH's hydra started on
+# `$ASGD_CLUSTER_DIR/bin/mpiexec` (default /run/asgd-cluster) is Open MPI's mpirun started on
 # asgd-node1, launching ranks on the nodes (one per node in order, wrapping round, unless
-# ASGD_CLUSTER_HOSTS="asgd-node2,asgd-node3" or -ppn / -hosts / -f say otherwise).
+# ASGD_CLUSTER_HOSTS="asgd-node2,asgd-node3" or --host / -H / --hostfile / --map-by say otherwise).
 # Latency cannot be added (no netem in every kernel): links are shaped in bandwidth only.
-# Needs root, ip (iproute2), tc and the tbf qdisc; --slurm needs tools/setup.sh --slurm.
+# Needs root, ip (iproute2), tc, the htb and bfifo qdiscs and the u32 filter; --slurm needs
+# tools/setup.sh --slurm.
 set -Eeuo pipefail
 D=${ASGD_CLUSTER_DIR:-/run/asgd-cluster}
 NET=10.250.0
@@ -27,7 +28,7 @@ MAX_NODES=64
 me=cluster.sh
 
 die() { echo "$me: $*" >&2; exit 2; }
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
 need_tools() {
   [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, veth links, tc)"
@@ -48,34 +49,57 @@ node_name() {  # K or asgd-nodeK -> asgd-nodeK (must exist)
 # cgroup mounts, which `ip netns exec` would hide).
 on_node() { "$D/bin/on-node" "$@"; }
 
-# A rate tc accepts, and the tbf qdisc present: tried on the switch's loopback first.
+# A rate tc accepts, and htb, bfifo and u32 present: the shaping tried on the switch's loopback
+# first. Prints ok, or the part that failed and tc's message (see shape).
 check_rate() {
   local rate=$1 err
-  if ! err=$(ip netns exec "$SWITCH" tc qdisc add dev lo root tbf rate "$rate" burst "$(burst_of "$rate")" latency 100ms 2>&1); then
-    if [[ $err == *"qdisc not found"* || $err == *"No such file"* ]]; then
-      echo "tbf"  # the caller reports the missing qdisc
-    else
-      echo "bad:${err%%$'\n'*}"
-    fi
-    return 0
+  if err=$(shape "$SWITCH" lo "$rate"); then
+    ip netns exec "$SWITCH" tc qdisc del dev lo root
+    echo ok
+  else
+    ip netns exec "$SWITCH" tc qdisc del dev lo root 2>/dev/null || true
+    echo "$err"
   fi
-  ip netns exec "$SWITCH" tc qdisc del dev lo root
-  echo ok
 }
 
-# tbf's bucket: 1 ms at the rate, at least 64 KiB (one GSO packet).
-burst_of() {
-  python3 - "$1" <<'PY'
+# bytes_of RATE SECONDS: the bytes RATE (tc syntax, checked before) carries in SECONDS.
+bytes_of() {
+  python3 - "$1" "$2" <<'PY'
 import re, sys
 m = re.fullmatch(r"([0-9.]+)([kmgt]?)(bit|bps)", sys.argv[1])
 v = float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m[2]]
-bytes_per_s = v / 8 if m[3] == "bit" else v
-print(max(65536, int(bytes_per_s / 1000)))
+print(int((v / 8 if m[3] == "bit" else v) * float(sys.argv[2])))
 PY
 }
+# Every bucket of a link: 1 ms at its rate, at least 64 KiB (one GSO packet).
+burst_of() { local b; b=$(bytes_of "$1" 0.001); echo $((b > 65536 ? b : 65536)); }
+# A link's data queue: 100 ms at its rate plus one bucket (as tbf's latency 100ms).
+queue_of() { echo $(($(bytes_of "$1" 0.1) + $(burst_of "$1"))); }
 
-shape() {  # shape NS DEV RATE
-  ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate "$3" burst "$(burst_of "$3")" latency 100ms
+# shape NS DEV RATE: DEV sends at most RATE (htb). TCP packets under 128 bytes (acknowledgements,
+# the smallest messages) go in a class served first, the rest in a byte FIFO of 100 ms at the
+# rate. TCP needs a deep queue to fill a shaped link; but a node's acknowledgements for what it
+# sends come in on its receiving side, and behind 100 ms of other nodes' data they cut what it
+# sends by up to 40% (docs/CLUSTER.md), which a switch's shallow buffers do not. On failure
+# prints one line, "PART: tc's message" (PART: htb, rate, bfifo or u32), and returns 1.
+shape() {
+  local ns=$1 dev=$2 rate=$3 b q s out
+  b=$(burst_of "$rate") q=$(queue_of "$rate")
+  local -a steps=(
+    "htb|qdisc replace dev $dev root handle 1: htb default 20"
+    "rate|class add dev $dev parent 1: classid 1:1 htb rate $rate burst $b cburst $b quantum 65536"
+    "rate|class add dev $dev parent 1:1 classid 1:10 htb rate $rate ceil $rate prio 0 burst $b cburst $b quantum 65536"
+    "rate|class add dev $dev parent 1:1 classid 1:20 htb rate $rate ceil $rate prio 1 burst $b cburst $b quantum 65536"
+    "bfifo|qdisc add dev $dev parent 1:20 handle 20: bfifo limit $q"
+    "u32|filter add dev $dev parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff match u16 0x0000 0xff80 at 2 flowid 1:10"
+  )
+  for s in "${steps[@]}"; do
+    # shellcheck disable=SC2086  # the step's words
+    if ! out=$(ip netns exec "$ns" tc ${s#*|} 2>&1); then
+      echo "${s%%|*}: ${out%%$'\n'*}"
+      return 1
+    fi
+  done
 }
 
 cleanup_all() {  # everything this script can have made, whether or not its state is whole
@@ -117,8 +141,8 @@ make_node() {  # make_node K RATE
   ip -n "$n" link set lo up
   ip -n "$n" addr add "$NET.$k/24" dev eth0
   ip -n "$n" link set eth0 up
-  shape "$n" eth0 "$rate"          # the node's sending side
-  shape "$SWITCH" "v$k" "$rate"    # its receiving side
+  shape "$n" eth0 "$rate" >&2        # the node's sending side
+  shape "$SWITCH" "v$k" "$rate" >&2  # its receiving side
   touch "$D/uts/$n"
   unshare --uts="$D/uts/$n" hostname "$n"
   echo "$n $NET.$k $rate" >>"$D/nodes"
@@ -292,8 +316,10 @@ up() {
     res=$(check_rate "$r")
     case $res in
       ok) ;;
-      tbf) down_quiet; die "the tbf qdisc is not available in this kernel (sch_tbf)" ;;
-      bad:*) down_quiet; die "--link '$r': tc refused it: ${res#bad:}" ;;
+      rate:*) down_quiet; die "--link '$r': tc refused it: ${res#rate: }" ;;
+      htb:*) down_quiet; die "the htb qdisc is not available in this kernel (sch_htb): ${res#htb: }" ;;
+      bfifo:*) down_quiet; die "the bfifo qdisc is not available in this kernel (sch_fifo): ${res#bfifo: }" ;;
+      *) down_quiet; die "the u32 filter is not available in this kernel (cls_u32): ${res#u32: }" ;;
     esac
   done
   ip -n "$SWITCH" link add br0 type bridge
