@@ -112,7 +112,7 @@ else
   # the links' token bucket, as tools/cluster.sh set it (calibrate cannot see it: a message
   # after a pause waits longer for the ranks' polls than the bucket saves)
   burst=$("$root/tools/cluster.sh" burst 1)
-  sed -i "/^  send_buffer_bytes:/a\\  burst_bytes: {value: $burst, stated: \"the tc tbf bucket of every link of the emulated cluster (tools/cluster.sh burst 1)\"}" \
+  sed -i "/^  send_buffer_bytes:/a\\  burst_bytes: {value: $burst, stated: \"the token bucket of every link of the emulated cluster (tools/cluster.sh burst 1)\"}" \
     "$out/profile.yaml"
   grep -q '^  burst_bytes:' "$out/profile.yaml" || die "could not add the links' bucket to $out/profile.yaml"
   # the largest message Open MPI sends at once (pml ob1, btl tcp: what the cluster's mpiexec

@@ -50,6 +50,10 @@ namespace asgd::cli {
 namespace {
 
 constexpr int kCoresProbeRounds = 5;  // the cores probe's interleaved rounds of alone and together
+// The least a phase of a cores-probe round lasts: short minibatches are taken
+// that many more times (5 of cifar10-18pct at batch 4 are 20 ms, where the
+// machine's speed moves by more than the load is worth).
+constexpr double kCoresProbePhase_s = 0.25;
 
 // One model's compute entry; its parameter count through n_params.
 perf::ComputeEntry compute_entry(const CalibrateOptions& o, const std::string& model, int batch, index_t& n_params) {
@@ -195,7 +199,7 @@ void waiting_load(const CalibrateOptions& o, perf::Profile& p) {
                           "{} on one rank alone, then on {} ranks at once while one more rank waits politely for a "
                           "message ({}); median alone {} ms, together {} ms (the median round's ratio); "
                           "load = cores x (together / alone - 1), clamped to 0..1",
-                          today(), C + 1, kCoresProbeRounds, std::max(2, o.steps / 2), model, batch, C, waits,
+                          today(), C + 1, kCoresProbeRounds, j.at("per_round").get<int>(), model, batch, C, waits,
                           1e3 * alone, 1e3 * together));
   };
   p.waiting_rank_load = load_of("together", "one wait");
@@ -316,8 +320,15 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
     st.emplace(o.models.front(), o.batches.front(), o.threads);
     st->times(2, 0);
   }
+  // minibatches per phase: half --steps, more where that is under kCoresProbePhase_s
+  int per = std::max(2, o.steps / 2);
+  if (comm.rank() == 1) {
+    const double step_s = stats(st->times(0, 3)).mean;
+    per = static_cast<int>(std::clamp(std::ceil(kCoresProbePhase_s / std::max(step_s, 1e-7)), static_cast<double>(per),
+                                      1e6));
+  }
+  ps::mpi_check(MPI_Bcast(&per, 1, MPI_INT, 1, comm.get()), "Bcast");
   probe_meet(comm, false);  // everyone ready
-  const int per = std::max(2, o.steps / 2);
   std::vector<double> alone, ratios[2];  // rank 0: each round's
   for (int round = 0; round < kCoresProbeRounds; ++round) {
     double a = 0, t[2] = {0, 0};

@@ -35,12 +35,15 @@ else
   load=$(sed -n 's/^waiting_rank_load: {value: \([0-9.e+-]*\),.*/\1/p' <<<"$line")
   cores=$(sed -n 's/^cores: {value: \([0-9]*\),.*/\1/p' "$work/p1.yaml")
   # the note's figures are the load's: on CORES ranks, cores x (together / alone - 1)
-  if grep -q '5 interleaved rounds of 2 minibatches of mlp at batch 16' <<<"$line" &&
+  # a phase is half --steps minibatches, or as many as take 0.25 s (mlp's are far shorter)
+  if grep -q '5 interleaved rounds of [0-9]* minibatches of mlp at batch 16' <<<"$line" &&
      /usr/bin/python3 -c 'import re, sys
 line, load, cores = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 m = re.search(r"then on (\d+) ranks at once .* median alone ([0-9.e+-]+) ms, together ([0-9.e+-]+) ms", line)
+per = int(re.search(r"rounds of (\d+) minibatches", line).group(1))
 want = min(1.0, max(0.0, cores * (float(m.group(3)) / float(m.group(2)) - 1)))
-sys.exit(not (int(m.group(1)) == cores and abs(want - load) < 1e-6 + 1e-6 * load and 0 <= load <= 1))' \
+sys.exit(not (int(m.group(1)) == cores and abs(want - load) < 1e-6 + 1e-6 * load and 0 <= load <= 1
+              and per > 2 and per * float(m.group(2)) > 100))' \
        "$line" "$load" "$cores"; then
     pass "cores probe: 5 interleaved rounds, load $load"
   else
