@@ -50,9 +50,8 @@ namespace asgd::cli {
 namespace {
 
 constexpr int kCoresProbeRounds = 5;  // the cores probe's interleaved rounds of alone and together
-// The least a phase of a cores-probe round lasts: short minibatches are taken
-// that many more times (5 of cifar10-18pct at batch 4 are 20 ms, where the
-// machine's speed moves by more than the load is worth).
+// The least a phase of a cores-probe round lasts: short minibatches are taken more
+// times (5 of cifar10-18pct at batch 4 are 20 ms, less than the machine's speed moves by).
 constexpr double kCoresProbePhase_s = 0.25;
 
 // One model's compute entry; its parameter count through n_params.
@@ -324,8 +323,7 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
   int per = std::max(2, o.steps / 2);
   if (comm.rank() == 1) {
     const double step_s = stats(st->times(0, 3)).mean;
-    per = static_cast<int>(std::clamp(std::ceil(kCoresProbePhase_s / std::max(step_s, 1e-7)), static_cast<double>(per),
-                                      1e6));
+    per = static_cast<int>(std::clamp(std::ceil(kCoresProbePhase_s / std::max(step_s, 1e-7)), 1.0 * per, 1e6));
   }
   ps::mpi_check(MPI_Bcast(&per, 1, MPI_INT, 1, comm.get()), "Bcast");
   probe_meet(comm, false);  // everyone ready
