@@ -9,7 +9,8 @@
   each completes, its counts check as the stress test's do, and the machine record names
   every rank's node;
 - asgd calibrate across two nodes: the link figures name them, and the network's CPU per
-  byte is the exchanges' busy CPU less the quiet waits', as its note says;
+  byte is the exchanges' busy CPU less the quiet waits', as its note says; after it, both
+  sides of node 1's link are shaped at the rate, acknowledgements counted in their own class;
 - all ranks of one node killed (kill -9) mid-run: the job ends within 10 s, naming the node;
   the same command then resumes from the checkpoint and ends with the update and sample
   counts of an uninterrupted run;
@@ -51,7 +52,7 @@ def sh(cmd, timeout=WATCHDOG_S, env=None):
 
 def bad_inputs(cl):
     for args, word in ((["up", "0"], "1..64"), (["up", "x"], "node count"),
-                       (["up", "2", "--link", "fast"], "fast"),
+                       (["up", "2", "--link", "fast"], "fast"), (["up", "2", "--link", "0bit"], "tc refused"),
                        (["up", "2", "--link", "1gbit", "--node-link", "3=1gbit"], "node 3"),
                        (["down"], "nothing is up"), (["status"], "nothing is up"),
                        (["frob"], "frob")):
@@ -115,6 +116,24 @@ def calibrate_across(mpiexec, asgd, tmp, env):
           f"calibrate across nodes: {value} s a byte x {mb} MB against {busy} s busy less {waits} s of waits")
     print(f"cluster_test: calibrate across nodes: {value * 1e9:.2f} ns a byte "
           f"({busy} s busy, {waits} s of it the waits')")
+
+
+def ack_class(rate):
+    """Both sides of node 1's link, after the calibration's exchanges with node 2: shaped at
+    the cluster's rate, with TCP packets under 128 bytes (acknowledgements) counted in a class
+    of their own (each under 128 bytes and an Ethernet header) and the data in the other."""
+    for ns, dev in (("asgd-node1", "eth0"), ("asgd-switch", "v1")):
+        out = subprocess.run(["ip", "netns", "exec", ns, "tc", "-s", "class", "show", "dev", dev],
+                             capture_output=True, text=True, timeout=30).stdout
+        sent = {c: (int(b), int(p), r) for c, r, b, p in
+                re.findall(r"class htb (1:\d+) .*?rate (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt", out)}
+        check(set(sent) >= {"1:1", "1:10", "1:20"} and sent["1:1"][2] == rate,
+              f"{ns} {dev}: want htb classes 1:1 at {rate}, 1:10 and 1:20: {out}")
+        (ack_b, ack_p, _), (data_b, data_p, _) = sent["1:10"], sent["1:20"]
+        check(ack_p > 100 and ack_b < 142 * ack_p, f"{ns} {dev}: acknowledgements' class {sent['1:10']}")
+        check(data_b > 1e6 and data_b > 142 * data_p, f"{ns} {dev}: data class {sent['1:20']}")
+        print(f"cluster_test: {ns} {dev}: {ack_p} packets in the acknowledgements' class, "
+              f"{data_b / 1e6:.1f} MB in the data's")
 
 
 def node_lost(mpiexec, asgd, tmp, env):
@@ -265,6 +284,7 @@ def main():
             check(rc == 0 and out.count("1gbit") == 3, f"status: {out}")
             protocols(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             calibrate_across(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
+            ack_class("1Gbit")
             node_lost(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             slurm_suite(asgd, os.path.dirname(os.path.dirname(cl)), tmp, slurm_env)
         finally:
