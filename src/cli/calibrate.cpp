@@ -319,10 +319,9 @@ int cmd_calibrate_cores_probe(const CalibrateOptions& o) {
     st.emplace(o.models.front(), o.batches.front(), o.threads);
     st->times(2, 0);
   }
-  // minibatches per phase: half --steps, more where that is under kCoresProbePhase_s
-  int per = std::max(2, o.steps / 2);
-  if (comm.rank() == 1) {
-    double step_s = 1;  // the median of enough steps to last 50 ms (a run's first steps are slow)
+  int per = std::max(2, o.steps / 2);  // a phase's minibatches: more where they last under kCoresProbePhase_s
+  if (comm.rank() == 1) {  // a step: the median of enough steps to last 50 ms (a run's first steps are slow)
+    double step_s = 1;
     for (int n = 3; n < (1 << 20); n *= 4)
       if ((step_s = report::median(st->times(0, n))) * n >= 0.05) break;
     per = static_cast<int>(std::clamp(std::ceil(kCoresProbePhase_s / std::max(step_s, 1e-7)), 1.0 * per, 1e6));
