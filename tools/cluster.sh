@@ -73,8 +73,6 @@ PY
 }
 # Every bucket of a link: 1 ms at its rate, at least 64 KiB (one GSO packet).
 burst_of() { local b; b=$(bytes_of "$1" 0.001); echo $((b > 65536 ? b : 65536)); }
-# A link's data queue: 100 ms at its rate plus one bucket (as tbf's latency 100ms).
-queue_of() { echo $(($(bytes_of "$1" 0.1) + $(burst_of "$1"))); }
 
 # shape NS DEV RATE: DEV sends at most RATE (htb). TCP packets under 128 bytes (acknowledgements,
 # the smallest messages) go in a class served first, the rest in a byte FIFO of 100 ms at the
@@ -84,7 +82,8 @@ queue_of() { echo $(($(bytes_of "$1" 0.1) + $(burst_of "$1"))); }
 # prints one line, "PART: tc's message" (PART: htb, rate, bfifo or u32), and returns 1.
 shape() {
   local ns=$1 dev=$2 rate=$3 b q s out
-  b=$(burst_of "$rate") q=$(queue_of "$rate")
+  b=$(burst_of "$rate")
+  q=$(($(bytes_of "$rate" 0.1) + b))  # the data queue: 100 ms at the rate plus one bucket
   local -a steps=(
     "htb|qdisc replace dev $dev root handle 1: htb default 20"
     "rate|class add dev $dev parent 1: classid 1:1 htb rate $rate burst $b cburst $b quantum 65536"
