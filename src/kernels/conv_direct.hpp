@@ -6,11 +6,13 @@
 // Here each output pixel's filters are summed in registers instead:
 //   y[n, oy, ox, f] = b[f] + sum_{i, j, c} xp[n, oy*s + i, ox*s + j, c] * wt[(i*KW + j)*C + c, f]
 // over xp, the input padded with zeros (the workspace, kept for the backward
-// pass), 8 filters to a vector (GCC's vector extension: AVX where the build
-// targets it, two SSE halves else), two output pixels at a time. Backward
-// gives the parameter gradients only (a layer whose input gradient is not
+// pass), the filters in vectors of the build target's width (16 floats where it
+// has AVX-512, 8 else: AVX, or two SSE halves), several output pixels at a time.
+// Backward gives the parameter gradients only (a layer whose input gradient is not
 // needed: the first), each sample's into its own slot of a workspace, then
 // summed over the samples in sample order: the same bits for any thread count.
+// Each lane does the same products and sums in the same order at any width, so
+// the width changes the speed, not the bits.
 // Products and sums stay apart (no FMA), as everywhere in the kernels.
 #include "kernels/common.hpp"
 
@@ -18,85 +20,107 @@ namespace asgd::kernels {
 
 namespace detail {
 
-// 8 floats, as one AVX register or two SSE ones; moved with memcpy through a
-// fresh local where they are used, never passed to or returned from a
+// 8 floats, as one AVX register or two SSE ones, and the widest vector of the
+// build target (16 floats with AVX-512, else the same 8). Moved with memcpy
+// through a fresh local where they are used, never passed to or returned from a
 // function (where the build does not target AVX, ASGD_ARCH=x86-64, that would
 // change the function's ABI, which GCC warns of: -Wpsabi), and the arrays of
 // them never have their address taken (it keeps them out of registers).
 typedef float Float8 __attribute__((vector_size(32)));
+#if defined(__AVX512F__)
+typedef float FloatWide __attribute__((vector_size(64)));
+#else
+typedef Float8 FloatWide;
+#endif
+template <class Vec>
+inline constexpr int kLanes = static_cast<int>(sizeof(Vec) / sizeof(float));
+// Filters a wide block takes (4 AVX vectors, 2 AVX-512 ones) and the
+// accumulators a block keeps in registers: the forward pass's pixels and the
+// backward pass's taps follow from them.
+inline constexpr int kWideFilters = 32, kWideAccumulators = 8, kTapAccumulators = 12;
+
+// v = x in every lane: a broadcast, no arithmetic (`Vec{} + x` adds 0 to x
+// first: one more addition per broadcast on the adders the sums need).
+#define ASGD_SPLAT(Vec, v, x)                                       \
+  Vec v;                                                            \
+  if constexpr (kLanes<Vec> == 16)                                  \
+    v = Vec{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};        \
+  else                                                              \
+    v = Vec{x, x, x, x, x, x, x, x}
 
 // V vectors of filters from f0, P output pixels of one row from ox, of one
 // sample (xp padded, y the sample's output).
-template <int V, int P>
+template <class Vec, int V, int P>
 inline void direct_pixels(const Window& g, index_t f, index_t f0, index_t oy, index_t ox,
                           const real_t* xp, const real_t* wt, const real_t* b, real_t* y) {
+  constexpr int L = kLanes<Vec>;
   const index_t wp = g.w + 2 * g.pad, taps = g.kw * g.c;
-  Float8 acc[P][V];
+  Vec acc[P][V];
   for (int v = 0; v < V; ++v) {
-    Float8 bv;
-    std::memcpy(&bv, b + f0 + 8 * v, sizeof bv);
+    Vec bv;
+    std::memcpy(&bv, b + f0 + L * v, sizeof bv);
     for (int p = 0; p < P; ++p) acc[p][v] = bv;
   }
   for (index_t i = 0; i < g.kh; ++i) {
     const real_t* xr = xp + ((oy * g.stride + i) * wp + ox * g.stride) * g.c;
     const real_t* wr = wt + i * taps * f + f0;
     for (index_t t = 0; t < taps; ++t) {
-      Float8 w[V];
+      Vec w[V];
       for (int v = 0; v < V; ++v) {
-        Float8 wv;
-        std::memcpy(&wv, wr + t * f + 8 * v, sizeof wv);
+        Vec wv;
+        std::memcpy(&wv, wr + t * f + L * v, sizeof wv);
         w[v] = wv;
       }
       for (int p = 0; p < P; ++p) {
-        // a broadcast, no arithmetic (`Float8{} + x` adds 0 to x first: one
-        // more addition per broadcast on the adders the sums need)
         const real_t xs = xr[p * g.stride * g.c + t];
-        const Float8 xv = {xs, xs, xs, xs, xs, xs, xs, xs};
+        ASGD_SPLAT(Vec, xv, xs);
         for (int v = 0; v < V; ++v) acc[p][v] += xv * w[v];
       }
     }
   }
   for (int p = 0; p < P; ++p)
     for (int v = 0; v < V; ++v) {
-      const Float8 out = acc[p][v];
-      std::memcpy(y + ((oy * g.ow + ox + p) * f) + f0 + 8 * v, &out, sizeof out);
+      const Vec out = acc[p][v];
+      std::memcpy(y + ((oy * g.ow + ox + p) * f) + f0 + L * v, &out, sizeof out);
     }
 }
 
 // T taps from t0 and V vectors of filters from f0 of one sample's weight
 // gradient: part[t, f] = sum over the output pixels of xp[pixel + tap t] * dy[pixel, f].
-template <int V, int T>
+template <class Vec, int V, int T>
 inline void direct_taps(const Window& g, index_t f, index_t f0, index_t t0, const real_t* xp,
                         const real_t* dy, real_t* part) {
+  constexpr int L = kLanes<Vec>;
   const index_t wp = g.w + 2 * g.pad, taps = g.kw * g.c;
-  Float8 acc[T][V];
+  Vec acc[T][V];
   index_t off[T];
   for (int u = 0; u < T; ++u) {
     off[u] = ((t0 + u) / taps) * wp * g.c + (t0 + u) % taps;
-    for (int v = 0; v < V; ++v) acc[u][v] = Float8{};
+    for (int v = 0; v < V; ++v) acc[u][v] = Vec{};
   }
   for (index_t oy = 0; oy < g.oh; ++oy)
     for (index_t ox = 0; ox < g.ow; ++ox) {
       const real_t* xr = xp + (oy * g.stride * wp + ox * g.stride) * g.c;
       const real_t* d = dy + (oy * g.ow + ox) * f + f0;
-      Float8 dv[V];
+      Vec dv[V];
       for (int v = 0; v < V; ++v) {
-        Float8 dd;
-        std::memcpy(&dd, d + 8 * v, sizeof dd);
+        Vec dd;
+        std::memcpy(&dd, d + L * v, sizeof dd);
         dv[v] = dd;
       }
       for (int u = 0; u < T; ++u) {
-        const real_t xs = xr[off[u]];  // a broadcast, as in direct_pixels
-        const Float8 xv = {xs, xs, xs, xs, xs, xs, xs, xs};
+        const real_t xs = xr[off[u]];
+        ASGD_SPLAT(Vec, xv, xs);
         for (int v = 0; v < V; ++v) acc[u][v] += xv * dv[v];
       }
     }
   for (int u = 0; u < T; ++u)
     for (int v = 0; v < V; ++v) {
-      const Float8 out = acc[u][v];
-      std::memcpy(part + (t0 + u) * f + f0 + 8 * v, &out, sizeof out);
+      const Vec out = acc[u][v];
+      std::memcpy(part + (t0 + u) * f + f0 + L * v, &out, sizeof out);
     }
 }
+#undef ASGD_SPLAT
 
 inline void pad_sample(const Window& g, const real_t* x, real_t* xp) {
   const index_t wp = g.w + 2 * g.pad, row = g.w * g.c;
@@ -107,33 +131,39 @@ inline void pad_sample(const Window& g, const real_t* x, real_t* xp) {
 
 inline void direct_forward_sample(const Window& g, index_t f, const real_t* xp, const real_t* wt,
                                   const real_t* b, real_t* y) {
+  constexpr int V = kWideFilters / kLanes<FloatWide>, P = kWideAccumulators / V;
   for (index_t f0 = 0; f0 < f;) {
-    const bool wide = f - f0 >= 32;
+    const bool wide = f - f0 >= kWideFilters;
     for (index_t oy = 0; oy < g.oh; ++oy) {
       index_t ox = 0;
-      for (; ox + 2 <= g.ow; ox += 2)
-        wide ? direct_pixels<4, 2>(g, f, f0, oy, ox, xp, wt, b, y)
-             : direct_pixels<1, 2>(g, f, f0, oy, ox, xp, wt, b, y);
-      if (ox < g.ow)
-        wide ? direct_pixels<4, 1>(g, f, f0, oy, ox, xp, wt, b, y)
-             : direct_pixels<1, 1>(g, f, f0, oy, ox, xp, wt, b, y);
+      if (wide) {
+        for (; ox + P <= g.ow; ox += P) direct_pixels<FloatWide, V, P>(g, f, f0, oy, ox, xp, wt, b, y);
+        for (; ox < g.ow; ++ox) direct_pixels<FloatWide, V, 1>(g, f, f0, oy, ox, xp, wt, b, y);
+      } else {
+        for (; ox + 2 <= g.ow; ox += 2) direct_pixels<Float8, 1, 2>(g, f, f0, oy, ox, xp, wt, b, y);
+        if (ox < g.ow) direct_pixels<Float8, 1, 1>(g, f, f0, oy, ox, xp, wt, b, y);
+      }
     }
-    f0 += wide ? 32 : 8;
+    f0 += wide ? kWideFilters : 8;
   }
 }
 
 // One sample's weight gradient into part[K, F] and its bias gradient into part[K*F, +F].
 inline void direct_backward_sample(const Window& g, index_t f, const real_t* xp, const real_t* dy,
                                    real_t* part) {
+  constexpr int V = kWideFilters / kLanes<FloatWide>, T = kTapAccumulators / V;
   const index_t k = g.kh * g.kw * g.c;
   for (index_t f0 = 0; f0 < f;) {
-    const bool wide = f - f0 >= 32;
+    const bool wide = f - f0 >= kWideFilters;
     index_t t = 0;
-    for (; t + 3 <= k; t += 3)
-      wide ? direct_taps<4, 3>(g, f, f0, t, xp, dy, part) : direct_taps<1, 3>(g, f, f0, t, xp, dy, part);
-    for (; t < k; ++t)
-      wide ? direct_taps<4, 1>(g, f, f0, t, xp, dy, part) : direct_taps<1, 1>(g, f, f0, t, xp, dy, part);
-    f0 += wide ? 32 : 8;
+    if (wide) {
+      for (; t + T <= k; t += T) direct_taps<FloatWide, V, T>(g, f, f0, t, xp, dy, part);
+      for (; t < k; ++t) direct_taps<FloatWide, V, 1>(g, f, f0, t, xp, dy, part);
+    } else {
+      for (; t + 3 <= k; t += 3) direct_taps<Float8, 1, 3>(g, f, f0, t, xp, dy, part);
+      for (; t < k; ++t) direct_taps<Float8, 1, 1>(g, f, f0, t, xp, dy, part);
+    }
+    f0 += wide ? kWideFilters : 8;
   }
   real_t* db = part + k * f;
   std::fill(db, db + f, real_t(0));

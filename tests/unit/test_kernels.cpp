@@ -640,10 +640,11 @@ TEST(Conv2d, RowFoldedFormMatchesReference) {
   EXPECT_THROW(k::conv2d_forward_rows<Space>(strided, 2, big, big, big, big, big), asgd::Error);
 }
 
-// The direct form (filters in vectors of 8, first layers): the reference's
+// The direct form (filters in vectors of 8 or 16, first layers): the reference's
 // forward output and parameter gradients, added to what the gradients held,
 // for odd sizes, strides, padding wider than the kernel, 8 and 40 filters (a
-// block of 32 and one of 8) and pixel rows of odd length; every padded
+// block of 32 and one of 8), pixel rows of odd length and rows and tap counts
+// that the wide blocks (2 or 4 pixels, 3 or 6 taps) leave a rest of; every padded
 // workspace element is written. It refuses other filter counts by name.
 TEST(Conv2d, DirectFormMatchesReference) {
   const ConvCase cases[] = {
@@ -652,6 +653,7 @@ TEST(Conv2d, DirectFormMatchesReference) {
       {1, 6, 7, 2, 16, 1, 1, 0},  // 1x1, odd row length
       {2, 3, 4, 3, 8, 2, 1, 2},   // pad >= kernel: windows wholly in the padding
       {2, 8, 8, 3, 32, 5, 3, 1},  // stride > 2, some pixels in no window
+      {1, 5, 11, 1, 32, 3, 1, 1},  // 11 pixels a row, 9 taps: rests after the wide blocks
   };
   for (const auto& cc : cases) {
     SCOPED_TRACE(describe(cc));
