@@ -84,6 +84,17 @@ for m in $models; do profile "$m" "^$m/step/"; done
 /usr/bin/python3 - "$work" "$threads" sgemm $models <<'PY'
 import collections, re, sys
 work, threads, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+def without_args(sym):
+    # the function without its parameter list: the last parenthesised group at the
+    # end (a template argument may hold parentheses too: float __vector(16))
+    if not sym.endswith(")"):
+        return sym
+    depth = 0
+    for i in range(len(sym) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(sym[i], 0)
+        if depth == 0:
+            return sym[:i] if i > 0 else sym
+    return sym
 def groups(name):
     g = collections.Counter(); own = collections.Counter(); others = collections.Counter()
     for line in open(f"{work}/{name}.tsv"):
@@ -94,8 +105,7 @@ def groups(name):
             g["blas_kernel" if sym.startswith("sgemm_kernel") else "blas_rest"] += p
         elif dso.startswith("asgd"):
             g["own"] += p
-            short = sym.split("(")[0] if not sym.startswith("(") else sym
-            own[short[:70]] += p
+            own[without_args(sym)[:70]] += p
         elif dso.startswith("[kernel"):
             g["os"] += p
         elif dso.startswith("libc") or dso.startswith("libm"):
