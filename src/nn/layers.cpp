@@ -107,9 +107,10 @@ class Conv final : public Layer {
       chunk_ = std::min<index_t>(batch, chunk_ * k::detail::kGemmBlocks);
 #endif
     // Direct (kernels/conv_direct.hpp) where the GEMM forms would be thin: few
-    // taps per kernel row and no input gradient (the first layer); the whole
-    // batch at once, its padded input the only workspace.
-    direct_ = !need_dx_ && k::direct_fits<Space>(win_, f_);
+    // taps per kernel row and no input gradient (the first layer), where this
+    // CPU runs it faster; the whole batch at once, its padded input the only
+    // workspace.
+    direct_ = !need_dx_ && k::direct_fits<Space>(win_, f_) && k::direct_pays(win_);
     if (direct_) {
       k::Window wb = win_;
       wb.n = chunk_ = batch;

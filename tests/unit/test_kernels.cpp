@@ -668,6 +668,12 @@ TEST(Conv2d, DirectFormMatchesReference) {
     k::conv2d_backward_direct<Space>(t.g, t.f, xp, make(t.dy), part, dw, db);
     t.expect_grads(V(), dw, db);
   }
+  // where it pays: always at lenet's conv1 (5 taps a kernel row); at
+  // cifar10-18pct's (15 taps) only on cores whose adders are not the FMA units
+  EXPECT_TRUE(k::direct_pays(k::conv_window(64, 28, 28, 1, 5, 1, 2)));
+#if defined(__x86_64__)
+  EXPECT_EQ(k::direct_pays(k::conv_window(64, 32, 32, 3, 5, 1, 2)), !__builtin_cpu_is("intel"));
+#endif
   const auto g = k::conv_window(1, 5, 5, 1, 3, 1, 1);
   EXPECT_FALSE(k::direct_fits<Space>(g, 12));
   V big = nans(4096);
