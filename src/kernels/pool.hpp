@@ -51,6 +51,31 @@ void maxpool_backward(const Window& g, const IView1<Space>& argmax, const View1<
   detail::check_lens("maxpool_backward", {{"dy", dy.extent(0), g.n * g.oh * g.ow * g.c},
                                           {"dx", dx.extent(0), g.n * g.h * g.w * g.c}});
   const Window q = g;
+  if constexpr (detail::host_space<Space>) {
+    // On the host a row of dx at a time, each window of the output rows that
+    // cover it adding to its inputs in that row: no division per pixel, and each
+    // element gets the same terms in the same order as in the gather form below.
+    Kokkos::parallel_for(
+        "asgd::maxpool_backward", Kokkos::RangePolicy<Space>(0, g.n * g.h), KOKKOS_LAMBDA(index_t row) {
+          const index_t iy = row % q.h, b = row / q.h;
+          real_t* __restrict out = dx.data() + row * q.w * q.c;
+          for (index_t e = 0; e < q.w * q.c; ++e) out[e] = 0;
+          const auto ry = elem::covering(iy, q.kh, q.stride, q.oh);
+          for (index_t oy = ry.lo; oy <= ry.hi; ++oy)
+            for (index_t ox = 0; ox < q.ow; ++ox) {
+              const index_t o = ((b * q.oh + oy) * q.ow + ox) * q.c;
+              const real_t* __restrict d = dy.data() + o;
+              const std::int32_t* __restrict at = argmax.data() + o;
+              const auto [x0, x1] = elem::pool_span(ox, q.kw, q.stride, q.w);
+              for (index_t ix = x0; ix < x1; ++ix) {
+                const auto self = static_cast<std::int32_t>(iy * q.w + ix);
+                real_t* __restrict acc = out + ix * q.c;
+                for (index_t ch = 0; ch < q.c; ++ch) acc[ch] += kmath::keep_if(d[ch], at[ch] == self);
+              }
+            }
+        });
+    return;
+  }
   Kokkos::parallel_for(
       "asgd::maxpool_backward", Kokkos::RangePolicy<Space>(0, g.n * g.h * g.w),
       KOKKOS_LAMBDA(index_t p) {
