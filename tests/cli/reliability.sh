@@ -173,5 +173,18 @@ printf '{"benchmarks": [{"name": "BM_F", "GFLOP/s": 1.7e308}]}' >"$work/fbig.jso
 expect_error "compare: GFLOP/s 1.7e308" "fbig.json: benchmark BM_F: GFLOP/s 1.7e\+?308 is not a positive finite number up to 1e\+?18" -- \
   "$asgd" compare "$work/f1.json" "$work/fbig.json"
 
+# ------------------------------------------------- a running asgd's name
+# The name ps, pkill and top show is asgd's own, also where it re-executes itself
+# to pick OpenBLAS's kernel for a CPU that OpenBLAS does not know (a name taken
+# from /proc/self/exe would be "exe").
+"$asgd" train "${syn[@]}" --epochs 1000 >/dev/null 2>&1 &
+run=$!
+sleep 1  # the re-execution, where there is one, is over within milliseconds
+name=$(cat "/proc/$run/comm" 2>/dev/null)
+kill "$run" 2>/dev/null; wait "$run" 2>/dev/null
+want=$(basename "$asgd")
+[[ $name == "$want" ]] && pass "a running asgd is named $want (OPENBLAS_CORETYPE ${OPENBLAS_CORETYPE:-unset} here)" \
+  || fail "a running asgd is named '$name', not $want"
+
 echo "$passed passed, $failures failed"
 (( failures == 0 ))
