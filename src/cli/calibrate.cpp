@@ -119,7 +119,7 @@ nlohmann::json run_probe(const CalibrateOptions& o, const std::string& name, int
   const std::string dir = std::filesystem::temp_directory_path() / fmt::format("asgd-calibrate-{}", ::getpid());
   std::filesystem::create_directories(dir);
   const std::string out = dir + "/" + name + ".json", log = dir + "/" + name + ".log";
-  std::vector<std::string> cmd{o.mpiexec, "-n", std::to_string(ranks), std::filesystem::read_symlink("/proc/self/exe"),
+  std::vector<std::string> cmd{o.mpiexec, "-n", std::to_string(ranks), own_executable(),
                                "calibrate", "--" + name + "-probe", out};
   cmd.insert(cmd.end(), args.begin(), args.end());
   spdlog::info("{:<8} {} -n {} {} calibrate --{}-probe ({})", name == "link" ? "links" : name, o.mpiexec, ranks, cmd[3],

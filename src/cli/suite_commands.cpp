@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "common/process.hpp"
 #include "common/threads.hpp"
 #include "gpu/gpu.hpp"
 #include "report/report.hpp"
@@ -21,9 +22,8 @@ namespace asgd::cli {
 namespace {
 
 std::string self_exe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("asgd") : p.string();
+  const std::string p = own_executable();
+  return p.empty() ? std::string("asgd") : p;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "common/blas_env.hpp"
 
 #include "common/error.hpp"
+#include "common/process.hpp"
 
 #include <Kokkos_Core.hpp>  // KOKKOS_ENABLE_OPENMP
 #if defined(KOKKOS_ENABLE_OPENMP)
@@ -61,13 +62,8 @@ void ensure_blas_core(int /*argc*/, char** argv) {
   // name is the file name it was executed by: "exe" through /proc/self/exe,
   // which ps, pkill and the cluster tests' look-up by name would see);
   // /proc/self/exe where the path is gone (the file deleted or replaced).
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len > 0) {
-    self[len] = '\0';
-    if (access(self, X_OK) == 0) execv(self, argv);
-  }
-  execv("/proc/self/exe", argv);
+  const std::string self = own_executable();
+  execv(self.empty() ? "/proc/self/exe" : self.c_str(), argv);
   // execv only returns on failure: carry on with the slow kernel.
 }
 

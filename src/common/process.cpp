@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "common/error.hpp"
@@ -123,6 +124,12 @@ std::string run_process(const std::vector<std::string>& argv, const std::string&
     return WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
   return "ended abnormally";
+}
+
+std::string own_executable() {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return !ec && ::access(p.c_str(), X_OK) == 0 ? p.string() : std::string();
 }
 
 }  // namespace asgd

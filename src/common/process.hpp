@@ -33,4 +33,8 @@ pid_t spawn_process(const std::vector<std::string>& argv, int out_fd, const Spaw
 // "timed out after 60 s").
 std::string run_process(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s);
 
+// This process's executable by its path (where /proc/self/exe points), "" where
+// that is unknown or the file is gone (deleted or replaced since it started).
+std::string own_executable();
+
 }  // namespace asgd

@@ -129,21 +129,35 @@ inline void pad_sample(const Window& g, const real_t* x, real_t* xp) {
     std::copy(x + y * row, x + (y + 1) * row, xp + ((y + g.pad) * wp + g.pad) * g.c);
 }
 
+// One output row of filters [f0, f0 + V vectors): P pixels at a time, then the rest one by one.
+template <class Vec, int V, int P>
+inline void direct_row(const Window& g, index_t f, index_t f0, index_t oy, const real_t* xp,
+                       const real_t* wt, const real_t* b, real_t* y) {
+  index_t ox = 0;
+  for (; ox + P <= g.ow; ox += P) direct_pixels<Vec, V, P>(g, f, f0, oy, ox, xp, wt, b, y);
+  for (; ox < g.ow; ++ox) direct_pixels<Vec, V, 1>(g, f, f0, oy, ox, xp, wt, b, y);
+}
+
+// The weight gradient of filters [f0, f0 + V vectors): T taps at a time, then the rest one by one.
+template <class Vec, int V, int T>
+inline void direct_tap_block(const Window& g, index_t f, index_t f0, const real_t* xp,
+                             const real_t* dy, real_t* part) {
+  const index_t k = g.kh * g.kw * g.c;
+  index_t t = 0;
+  for (; t + T <= k; t += T) direct_taps<Vec, V, T>(g, f, f0, t, xp, dy, part);
+  for (; t < k; ++t) direct_taps<Vec, V, 1>(g, f, f0, t, xp, dy, part);
+}
+
+// Filters in blocks of kWideFilters in the widest vectors, the rest (a multiple
+// of 8) in vectors of 8.
 inline void direct_forward_sample(const Window& g, index_t f, const real_t* xp, const real_t* wt,
                                   const real_t* b, real_t* y) {
   constexpr int V = kWideFilters / kLanes<FloatWide>, P = kWideAccumulators / V;
   for (index_t f0 = 0; f0 < f;) {
     const bool wide = f - f0 >= kWideFilters;
-    for (index_t oy = 0; oy < g.oh; ++oy) {
-      index_t ox = 0;
-      if (wide) {
-        for (; ox + P <= g.ow; ox += P) direct_pixels<FloatWide, V, P>(g, f, f0, oy, ox, xp, wt, b, y);
-        for (; ox < g.ow; ++ox) direct_pixels<FloatWide, V, 1>(g, f, f0, oy, ox, xp, wt, b, y);
-      } else {
-        for (; ox + 2 <= g.ow; ox += 2) direct_pixels<Float8, 1, 2>(g, f, f0, oy, ox, xp, wt, b, y);
-        if (ox < g.ow) direct_pixels<Float8, 1, 1>(g, f, f0, oy, ox, xp, wt, b, y);
-      }
-    }
+    for (index_t oy = 0; oy < g.oh; ++oy)
+      wide ? direct_row<FloatWide, V, P>(g, f, f0, oy, xp, wt, b, y)
+           : direct_row<Float8, 1, 2>(g, f, f0, oy, xp, wt, b, y);
     f0 += wide ? kWideFilters : 8;
   }
 }
@@ -155,14 +169,8 @@ inline void direct_backward_sample(const Window& g, index_t f, const real_t* xp,
   const index_t k = g.kh * g.kw * g.c;
   for (index_t f0 = 0; f0 < f;) {
     const bool wide = f - f0 >= kWideFilters;
-    index_t t = 0;
-    if (wide) {
-      for (; t + T <= k; t += T) direct_taps<FloatWide, V, T>(g, f, f0, t, xp, dy, part);
-      for (; t < k; ++t) direct_taps<FloatWide, V, 1>(g, f, f0, t, xp, dy, part);
-    } else {
-      for (; t + 3 <= k; t += 3) direct_taps<Float8, 1, 3>(g, f, f0, t, xp, dy, part);
-      for (; t < k; ++t) direct_taps<Float8, 1, 1>(g, f, f0, t, xp, dy, part);
-    }
+    wide ? direct_tap_block<FloatWide, V, T>(g, f, f0, xp, dy, part)
+         : direct_tap_block<Float8, 1, 3>(g, f, f0, xp, dy, part);
     f0 += wide ? kWideFilters : 8;
   }
   real_t* db = part + k * f;
