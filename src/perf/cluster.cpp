@@ -99,7 +99,8 @@ std::optional<int> Cluster::next() {
     for (std::size_t i = 0; i < acts_.size(); ++i) {
       if (!acts_[i].live) continue;
       const Activity& x = acts_[i];
-      const double t = x.rate > 0 ? now_ + (x.left - std::max(0.0, x.notify_left)) / x.rate : kInf;
+      double t = x.rate > 0 ? now_ + x.left / x.rate : kInf;
+      if (x.notify_left >= 0) t = send_done_at(x);
       if (t < ta) {
         ta = t;
         a = i;
@@ -115,8 +116,9 @@ std::optional<int> Cluster::next() {
       advance(ta);
       Activity& done = acts_[a];
       if (done.notify_left >= 0) {  // its sender is done; the bytes flow on
-        done.left = done.notify_left;
         done.notify_left = -1;
+        done.queued_at = now_;
+        rates();
         handle(done.notify);
         continue;
       }

@@ -30,7 +30,12 @@
 //    done when the rest is in the kernel's buffers); its bytes flow at once,
 //    whatever the shard is doing (the real shard posts the receive of each
 //    learner's next gradient ahead), and the shard takes the pushes in the
-//    order their parts began, each once its bytes are in. A shard's replies
+//    order their parts began, each once its bytes are in. A send that is done
+//    has its rest in the sender's queue (a FIFO: the emulated cluster's
+//    bfifo, a NIC's queue) ahead of what the sender sends later: on the
+//    sender's send side the rests of done sends flow first, in the order
+//    their sends were done, and the sends still going share what they leave.
+//    A shard's replies
 //    go to every released learner at once and the shard goes on; it applies
 //    its next push only when they are sent (all but the buffers' bytes).
 //  - CPU work (compute steps, a shard's apply) shares `cores` processors
@@ -166,8 +171,10 @@ class Cluster {
     int res[2] = {-1, -1};
     bool live = false;
     Tag tag{};
-    double notify_left = -1;  // >= 0: `notify` fires when `left` comes down to it
+    double notify_left = -1;  // >= 0: `notify` fires when the send is done (send_done_at)
     Tag notify{};
+    int tx = -1;             // duplex transfers: the sender's send side
+    double queued_at = -1;   // duplex: since when its sender is done (its rest waits in the sender's queue)
   };
   struct Timer {
     double time;
@@ -209,6 +216,9 @@ class Cluster {
   void send_replies(int k, int l);
   void reply_received(int k, int l);
   void rates();
+  void fifo_rates();
+  double queued_bytes(int tx, double* rate) const;
+  double send_done_at(const Activity& x) const;
   int rank_of(const Tag& tag) const;
   void waits_from(int r);
   void rerate(const Tag& tag);
@@ -246,6 +256,9 @@ class Cluster {
   std::vector<int> users_;
   std::vector<double> busy_;  // per resource: capacity-seconds used
   double net_cpu_ = 0;        // the cores the flowing transfers take (cpu_s_per_byte)
+  std::vector<std::size_t> queued_;  // fifo_rates' scratch: the queued rests' slots
+  std::vector<double> left_;         // fifo_rates' scratch: per send side, what the queued rests leave (-1: none queued)
+  std::vector<int> going_;           // fifo_rates' scratch: per send side, its sends still going
   std::vector<double> awaits_since_;  // per learner: waiting for its replies since (-1: not waiting)
   // per rank (learners, then shards): off the cores since (-1: on them), for
   // the load of its polls (ranks outnumbering the cores)

@@ -52,8 +52,10 @@ void Cluster::rates() {
     for (int res : a.res)
       if (res >= 0) r = std::min(r, capacity_[static_cast<std::size_t>(res)] / users_[static_cast<std::size_t>(res)]);
     a.rate = r;
-    if (spec_.duplex) net_cpu_ += r * spec_.cpu_s_per_byte;
   }
+  if (spec_.duplex) fifo_rates();
+  for (auto& a : acts_)
+    if (a.live && spec_.duplex && !(cores_res_ >= 0 && on_cores(a))) net_cpu_ += a.rate * spec_.cpu_s_per_byte;
   if (cores_res_ < 0) return;
   // the cores: what the flowing bytes leave, shared when the working ranks
   // (and, ranks outnumbering the cores, the waiting ones) want more
@@ -65,6 +67,63 @@ void Cluster::rates() {
   const double cpu = working > 0 && want > left ? std::min(1.0, left / want) : 1.0;
   for (auto& a : acts_)
     if (a.live && on_cores(a)) a.rate = std::min(a.max_rate, cpu);
+}
+
+// Duplex links: on a send side with rests of done sends queued, those flow
+// first (in the order their sends were done, each at most its receiver's
+// share), and the sends still going share what they leave equally. The
+// equal shares rates() gave stand elsewhere.
+void Cluster::fifo_rates() {
+  queued_.clear();
+  for (std::size_t i = 0; i < acts_.size(); ++i)
+    if (acts_[i].live && acts_[i].tx >= 0 && acts_[i].queued_at >= 0) queued_.push_back(i);
+  if (queued_.empty()) return;
+  std::sort(queued_.begin(), queued_.end(), [&](std::size_t a, std::size_t b) {
+    return acts_[a].queued_at != acts_[b].queued_at ? acts_[a].queued_at < acts_[b].queued_at : a < b;
+  });
+  const auto rx_share = [&](const Activity& a) {
+    const int rx = a.res[0] == a.tx ? a.res[1] : a.res[0];
+    return rx < 0 ? kInf : capacity_[static_cast<std::size_t>(rx)] / users_[static_cast<std::size_t>(rx)];
+  };
+  left_.assign(capacity_.size(), -1);
+  for (std::size_t i : queued_) {
+    Activity& a = acts_[i];
+    const auto tx = static_cast<std::size_t>(a.tx);
+    if (left_[tx] < 0) left_[tx] = capacity_[tx];
+    a.rate = std::min({a.max_rate, left_[tx], rx_share(a)});
+    left_[tx] -= a.rate;
+  }
+  going_.assign(capacity_.size(), 0);
+  for (const Activity& a : acts_)
+    if (a.live && a.tx >= 0 && a.queued_at < 0 && left_[static_cast<std::size_t>(a.tx)] >= 0) ++going_[static_cast<std::size_t>(a.tx)];
+  for (Activity& a : acts_)
+    if (a.live && a.tx >= 0 && a.queued_at < 0 && left_[static_cast<std::size_t>(a.tx)] >= 0) {
+      const auto tx = static_cast<std::size_t>(a.tx);
+      a.rate = std::min({a.max_rate, left_[tx] / going_[tx], rx_share(a)});
+    }
+}
+
+// The bytes of done sends queued on send side tx, and (rate) how fast they
+// leave.
+double Cluster::queued_bytes(int tx, double* rate) const {
+  double q = 0, r = 0;
+  for (const Activity& a : acts_)
+    if (a.live && a.tx == tx && a.queued_at >= 0) {
+      q += a.left;
+      r += a.rate;
+    }
+  if (rate) *rate = r;
+  return q;
+}
+
+// When a send still going is done: when its rest and the bytes queued ahead
+// of it fit the sender's queue (send_buffer_bytes). Both shrink at their
+// rates until the next change of rates.
+double Cluster::send_done_at(const Activity& x) const {
+  double qrate = 0;
+  const double over = x.left + queued_bytes(x.tx, &qrate) - spec_.send_buffer_bytes;
+  if (over <= 0) return now_;
+  return x.rate + qrate > 0 ? now_ + over / (x.rate + qrate) : kInf;
 }
 
 // What the ranks off the cores take of them by their polls: each its wait's
@@ -169,12 +228,16 @@ void Cluster::transferred(int id) {
   }
   const int a = activity(left, kInf, r0, r1, x.then);
   if (!spec_.duplex) return;
-  if (left <= spec_.send_buffer_bytes) {
+  Activity& act = acts_[static_cast<std::size_t>(a)];
+  act.tx = x.to_shard ? r0 : r1;
+  if (left + queued_bytes(act.tx, nullptr) <= spec_.send_buffer_bytes) {
+    act.queued_at = now_;  // all of it fits the sender's queue: the send is done
     timer(0, sent);
   } else {
-    acts_[static_cast<std::size_t>(a)].notify_left = spec_.send_buffer_bytes;
-    acts_[static_cast<std::size_t>(a)].notify = sent;
+    act.notify_left = spec_.send_buffer_bytes;
+    act.notify = sent;
   }
+  rates();  // in the sender's queue, or behind it
 }
 
 }  // namespace asgd::perf

@@ -263,11 +263,13 @@ TEST(Cluster, MessagesSendAndReceiveAtOnceAndShardsReplyOnTheirOwn) {
   EXPECT_NEAR(spull, 0.004 + 0.004, 1e-12);
 }
 
-// A send is done when the rest fits the sender's buffers: one learner, two
-// shards of 4 MB, its link 4 GB/s, 3 MB of buffers. The part for shard 0 is
-// sent after its first MB (0.25 ms); from then on it shares the learner's
-// send side with the part for shard 1.
-TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
+// A send is done when its rest and the bytes queued ahead of it fit the
+// sender's queue, a FIFO: one learner, two shards of 4 MB, its link 4 GB/s,
+// 3 MB of queue. The part for shard 0 is sent after its first MB (12.25 ms);
+// its 3 MB leave first, in at 13 ms, and the part for shard 1 flows behind
+// them: its send is done when its last 3 MB fit the queue (13.25 ms), and it
+// is in at 14 ms.
+TEST(Cluster, ASendIsDoneWhenItsRestFitsTheSendersQueue) {
   ClusterSpec s;
   s.shards = 2;
   s.shard_params = {1e6, 1e6};
@@ -279,10 +281,14 @@ TEST(Cluster, ASendIsDoneWhenTheRestFitsTheBuffers) {
   // the two replies share the learner's receive side: 2 ms; push at 12 ms
   EXPECT_EQ(c.next(), 0);
   EXPECT_NEAR(c.times(0).pull_s, 0.002, 1e-12);
-  // part 0 alone to 12.25 ms, then its 3 MB at 2 GB/s: in at 13.75 ms
-  EXPECT_NEAR(c.now(), 0.01375, 1e-12);
-  // part 1's send is done after its first MB at 2 GB/s: 12.75 ms
-  EXPECT_NEAR(c.times(0).push_s, 0.00075, 1e-12);
+  EXPECT_NEAR(c.now(), 0.013, 1e-12);
+  EXPECT_NEAR(c.times(0).push_s, 0, 1e-12);  // part 1's send is not done yet
+  // shard 1 has its part at 14 ms and replies (to 15 ms): the next push at
+  // 25 ms is in at shard 0 at 26 ms, the first push's send took 1.25 ms
+  c.release({0});
+  EXPECT_EQ(c.next(), 0);
+  EXPECT_NEAR(c.now(), 0.026, 1e-12);
+  EXPECT_NEAR(c.times(0).push_s, 0.00125, 1e-12);
 }
 
 // A shaped link's token bucket: after a pause the first burst_bytes of a
