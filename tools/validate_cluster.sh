@@ -17,8 +17,8 @@ Usage: sudo tools/validate_cluster.sh [-m MODEL] [-b BATCH] [-l RATE] [-L "1 2 4
   -L LIST  learner counts (default "1 2 4")
   -S LIST  server shard counts (default "1 2")
   -p LIST  protocols of hardsync, softsync (n = L), nsync (n_sync 4) (default "hardsync")
-  -u N     updates of a hardsync run (default 12; softsync N x L pushes, nsync N x L / 2 rounds
-           of n_sync 4 minibatches, at least 6)
+  -u N     updates of a hardsync run (default 12; softsync N x L pushes, nsync N x L rounds
+           of n_sync 4 minibatches, at least 6: N pushes a learner)
   -r N     real runs per configuration, their median measured (default 1)
   -x ARGS  more `asgd train` options for every run, real and virtual (e.g. "--lr 0.02")
   -o OUT   working folder (default /tmp/asgd-validate-cluster): profile, results, logs, table.md
@@ -131,7 +131,7 @@ for L in $learners; do
       steps=$updates extra=()
       case $p in
         softsync) steps=$((updates * L)); extra=(--n "$L") ;;
-        nsync) steps=$(( updates * L / 2 > 6 ? updates * L / 2 : 6 )); extra=(--n-sync 4) ;;
+        nsync) steps=$(( updates * L > 6 ? updates * L : 6 )); extra=(--n-sync 4) ;;
       esac
       args=("${common[@]}" --learners "$L" --servers "$S" --protocol "$p" --max-steps "$steps" "${extra[@]}")
       echo "== $model L=$L S=$S $p over $((L + S)) nodes" >&2
