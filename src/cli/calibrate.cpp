@@ -50,22 +50,22 @@ namespace asgd::cli {
 namespace {
 
 constexpr int kCoresProbeRounds = 5;  // the cores probe's interleaved rounds of alone and together
-// The least a phase of a cores-probe round lasts: short minibatches are taken more
-// times (5 of cifar10-18pct at batch 4 are 20 ms, less than the machine's speed moves by).
+// The least a phase of a cores-probe round lasts (5 minibatches of cifar10-18pct at batch 4: 20 ms).
 constexpr double kCoresProbePhase_s = 0.25;
 
 // One model's compute entry; its parameter count through n_params.
 perf::ComputeEntry compute_entry(const CalibrateOptions& o, const std::string& model, int batch, index_t& n_params) {
   Stepper st(model, batch, o.threads);
   n_params = st.n_params();
-  const Stats s = stats(st.times(2, o.steps));
+  const std::vector<double> t = st.times_lasting(2, o.steps);
+  const Stats s = stats(t);
   perf::ComputeEntry e;
   e.model = model;
   e.batch = batch;
   e.threads = o.threads;
   const std::string how = fmt::format("asgd calibrate {}: {} minibatch gradients of {} (forward, loss, backward) "
                                       "after 2 untimed, {} thread{}, one process",
-                                      today(), o.steps, model, o.threads, o.threads == 1 ? "" : "s");
+                                      today(), t.size(), model, o.threads, o.threads == 1 ? "" : "s");
   e.seconds = measured(s.mean, "mean of " + how);
   e.cv = measured(s.cv, "standard deviation over mean of " + how);
   spdlog::info("compute  {:<14} batch {:<4} {:8.2f} ms  (cv {:.3f})", model, batch, 1e3 * s.mean, s.cv);

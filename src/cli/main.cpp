@@ -232,7 +232,7 @@ void add_calibrate_command(CLI::App& app, Args& a) {
   a.calibrate->add_option("--threads", c.threads, "Threads per rank")
       ->capture_default_str()
       ->check(whole_in(1, asgd::kMaxThreadsPerRank));
-  a.calibrate->add_option("--steps", c.steps, "Timed minibatches per model")->capture_default_str()
+  a.calibrate->add_option("--steps", c.steps, "Timed minibatches per model (at least; as many as take 0.5 s where that is more)")->capture_default_str()
       ->check(whole_in(2, 100000));
   a.calibrate->add_option("--mpiexec", c.mpiexec, "MPI launcher of the link probe")->capture_default_str()
       ->check(kExecutable);

@@ -49,6 +49,15 @@ sys.exit(not (int(m.group(1)) == cores and abs(want - load) < 1e-6 + 1e-6 * load
   else
     fail "cores probe: $line"
   fi
+  # compute: --steps 4 of mlp's sub-millisecond minibatches, or as many as take 0.5 s
+  n=$(sed -n 's/^ *seconds: {value: .*: \([0-9]*\) minibatch gradients of mlp .*/\1/p' "$work/p1.yaml")
+  s=$(sed -n 's/^ *seconds: {value: \([0-9.e+-]*\),.*/\1/p' "$work/p1.yaml")
+  if [[ $n =~ ^[0-9]+$ ]] && /usr/bin/python3 -c 'import sys; n, s = int(sys.argv[1]), float(sys.argv[2])
+sys.exit(not (n > 4 and n * s >= 0.5))' "$n" "$s"; then
+    pass "compute: $n minibatches timed (at least 0.5 s)"
+  else
+    fail "compute: '$n' minibatches of $s s each"
+  fi
   # the same profile at twice the compute: a run half as fast
   /usr/bin/python3 -c 'import re, sys
 print(re.sub(r"(seconds: \{value: )([0-9.e+-]+)", lambda m: m.group(1) + repr(2 * float(m.group(2))),
