@@ -21,7 +21,7 @@ Usage: tools/zhang_speedup.sh [-q] [-k] [-o RESULTS] [-h]
               across the nodes and modelled on a profile calibrated there
               (tools/validate_cluster.sh); prints measured and modelled throughput and speedup
   -l RATE     -c: every node's link (default 1gbit)
-  -u N        -c: n-softsync pushes per learner (default 150)
+  -u N        -c: n-softsync pushes per learner (default 600)
   -h          this help
 
 Steps: asgd calibrate --models cifar10-18pct --batch 4 -o profiles/local.yaml
@@ -36,7 +36,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 results=results
 quick=0
 keep=0
-cluster=0 rate=1gbit pushes=150
+cluster=0 rate=1gbit pushes=600
 while getopts "qkcl:u:o:h" opt; do
   case "$opt" in
     q) quick=1 ;;
