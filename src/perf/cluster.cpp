@@ -96,11 +96,12 @@ std::optional<int> Cluster::next() {
     const double tt = timers_.empty() ? kInf : timers_.top().time;
     double ta = kInf;
     std::size_t a = acts_.size();
+    if (spec_.duplex) sum_queues();
     for (std::size_t i = 0; i < acts_.size(); ++i) {
       if (!acts_[i].live) continue;
       const Activity& x = acts_[i];
       double t = x.rate > 0 ? now_ + x.left / x.rate : kInf;
-      if (x.notify_left >= 0) t = send_done_at(x);
+      if (x.notify_sent) t = send_done_at(x);
       if (t < ta) {
         ta = t;
         a = i;
@@ -115,8 +116,8 @@ std::optional<int> Cluster::next() {
     } else {
       advance(ta);
       Activity& done = acts_[a];
-      if (done.notify_left >= 0) {  // its sender is done; the bytes flow on
-        done.notify_left = -1;
+      if (done.notify_sent) {  // its sender is done; the bytes flow on
+        done.notify_sent = false;
         done.queued_at = now_;
         rates();
         handle(done.notify);

@@ -171,7 +171,7 @@ class Cluster {
     int res[2] = {-1, -1};
     bool live = false;
     Tag tag{};
-    double notify_left = -1;  // >= 0: `notify` fires when the send is done (send_done_at)
+    bool notify_sent = false;  // `notify` fires when the send is done (send_done_at)
     Tag notify{};
     int tx = -1;             // duplex transfers: the sender's send side
     double queued_at = -1;   // duplex: since when its sender is done (its rest waits in the sender's queue)
@@ -217,7 +217,7 @@ class Cluster {
   void reply_received(int k, int l);
   void rates();
   void fifo_rates();
-  double queued_bytes(int tx, double* rate) const;
+  void sum_queues();
   double send_done_at(const Activity& x) const;
   int rank_of(const Tag& tag) const;
   void waits_from(int r);
@@ -259,6 +259,7 @@ class Cluster {
   std::vector<std::size_t> queued_;  // fifo_rates' scratch: the queued rests' slots
   std::vector<double> left_;         // fifo_rates' scratch: per send side, what the queued rests leave (-1: none queued)
   std::vector<int> going_;           // fifo_rates' scratch: per send side, its sends still going
+  std::vector<double> queued_bytes_, queued_rate_;  // sum_queues: per send side, its queued rests and their rate
   std::vector<double> awaits_since_;  // per learner: waiting for its replies since (-1: not waiting)
   // per rank (learners, then shards): off the cores since (-1: on them), for
   // the load of its polls (ranks outnumbering the cores)

@@ -93,35 +93,39 @@ void Cluster::fifo_rates() {
     a.rate = std::min({a.max_rate, left_[tx], rx_share(a)});
     left_[tx] -= a.rate;
   }
+  const auto going = [&](const Activity& a) {
+    return a.live && a.tx >= 0 && a.queued_at < 0 && left_[static_cast<std::size_t>(a.tx)] >= 0;
+  };
   going_.assign(capacity_.size(), 0);
   for (const Activity& a : acts_)
-    if (a.live && a.tx >= 0 && a.queued_at < 0 && left_[static_cast<std::size_t>(a.tx)] >= 0) ++going_[static_cast<std::size_t>(a.tx)];
+    if (going(a)) ++going_[static_cast<std::size_t>(a.tx)];
   for (Activity& a : acts_)
-    if (a.live && a.tx >= 0 && a.queued_at < 0 && left_[static_cast<std::size_t>(a.tx)] >= 0) {
+    if (going(a)) {
       const auto tx = static_cast<std::size_t>(a.tx);
       a.rate = std::min({a.max_rate, left_[tx] / going_[tx], rx_share(a)});
     }
 }
 
-// The bytes of done sends queued on send side tx, and (rate) how fast they
-// leave.
-double Cluster::queued_bytes(int tx, double* rate) const {
-  double q = 0, r = 0;
+// Per send side: the bytes of done sends queued there now, and how fast they
+// leave (send_done_at reads both).
+void Cluster::sum_queues() {
+  queued_bytes_.assign(capacity_.size(), 0);
+  queued_rate_.assign(capacity_.size(), 0);
   for (const Activity& a : acts_)
-    if (a.live && a.tx == tx && a.queued_at >= 0) {
-      q += a.left;
-      r += a.rate;
+    if (a.live && a.tx >= 0 && a.queued_at >= 0) {
+      queued_bytes_[static_cast<std::size_t>(a.tx)] += a.left;
+      queued_rate_[static_cast<std::size_t>(a.tx)] += a.rate;
     }
-  if (rate) *rate = r;
-  return q;
 }
 
 // When a send still going is done: when its rest and the bytes queued ahead
 // of it fit the sender's queue (send_buffer_bytes). Both shrink at their
-// rates until the next change of rates.
+// rates until the next change of rates. The queues' sums are sum_queues' of
+// now.
 double Cluster::send_done_at(const Activity& x) const {
-  double qrate = 0;
-  const double over = x.left + queued_bytes(x.tx, &qrate) - spec_.send_buffer_bytes;
+  const auto tx = static_cast<std::size_t>(x.tx);
+  const double qrate = queued_rate_[tx];
+  const double over = x.left + queued_bytes_[tx] - spec_.send_buffer_bytes;
   if (over <= 0) return now_;
   return x.rate + qrate > 0 ? now_ + over / (x.rate + qrate) : kInf;
 }
@@ -230,11 +234,12 @@ void Cluster::transferred(int id) {
   if (!spec_.duplex) return;
   Activity& act = acts_[static_cast<std::size_t>(a)];
   act.tx = x.to_shard ? r0 : r1;
-  if (left + queued_bytes(act.tx, nullptr) <= spec_.send_buffer_bytes) {
+  sum_queues();
+  if (left + queued_bytes_[static_cast<std::size_t>(act.tx)] <= spec_.send_buffer_bytes) {
     act.queued_at = now_;  // all of it fits the sender's queue: the send is done
     timer(0, sent);
   } else {
-    act.notify_left = spec_.send_buffer_bytes;
+    act.notify_sent = true;
     act.notify = sent;
   }
   rates();  // in the sender's queue, or behind it
