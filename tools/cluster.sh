@@ -179,20 +179,27 @@ EOF
 # Open MPI's mpirun on ${hosts[0]}, its ranks on the emulated nodes (tools/cluster.sh): ob1
 # over tcp on each node's eth0 (the shaped link) between nodes, vader (shared memory) among
 # ranks of one node. Ranks go one per node in order, wrapping round, unless --host, -H,
-# --hostfile or --map-by say otherwise. Open MPI passes no environment variable it is not
+# --hostfile or --map-by say otherwise. The ranks are bound to no core unless --bind-to says
+# otherwise: the nodes share this machine's cores, and each node's daemon, binding its own
+# ranks as if it had the machine alone, put every node's first rank on core 0 (Open MPI binds
+# to a core where a job has 2 ranks). Open MPI passes no environment variable it is not
 # told of: every ASGD_, OPENBLAS_, OMP_, KOKKOS_ and HDF5_ variable set here is passed on.
 hosts=\${ASGD_CLUSTER_HOSTS:-$(IFS=,; echo "${hosts[*]}")}
 IFS=, read -ra hs <<<"\$hosts"
 slots=""
 for h in "\${hs[@]}"; do slots+="\${slots:+,}\$h:64"; done  # 64 slots: more ranks than CPUs allowed
-hostarg=(--host "\$slots") map=(--map-by node)
+hostarg=(--host "\$slots") map=(--map-by node) bind=(--bind-to none)
 for a in "\$@"; do
-  case \$a in --host|-H|-host|--hostfile|-hostfile|--machinefile|-machinefile) hostarg=() ;; --map-by|-map-by) map=() ;; esac
+  case \$a in
+    --host|-H|-host|--hostfile|-hostfile|--machinefile|-machinefile) hostarg=() ;;
+    --map-by|-map-by) map=() ;;
+    --bind-to|-bind-to) bind=() ;;
+  esac
 done
 pass=()
 while read -r v; do pass+=(-x "\$v"); done < <(compgen -e | grep -E '^(ASGD_|OPENBLAS_|OMP_|KOKKOS_|HDF5_)' || true)
 exec "$D/bin/on-node" "${hosts[0]}" \\
-  mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent "$D/bin/launch" "\${hostarg[@]}" "\${map[@]}" \\
+  mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent "$D/bin/launch" "\${hostarg[@]}" "\${map[@]}" "\${bind[@]}" \\
   --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \\
   "\${pass[@]}" "\$@"
 EOF

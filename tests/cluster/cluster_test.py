@@ -93,6 +93,19 @@ def protocols(mpiexec, asgd, tmp, env):
         print(f"cluster_test: {proto} {' '.join(extra)}: completed, ranks on {nodes}")
 
 
+def unbound(mpiexec, env):
+    """The nodes share this machine's cores: a job's ranks on different nodes are bound to none
+    of them (each node's daemon would put its first rank on core 0 where a job has 2 ranks),
+    and --bind-to given is passed on."""
+    mine = len(os.sched_getaffinity(0))
+    for extra, want in (([], mine), (["--bind-to", "core"], 1)):
+        rc, out, err = sh([mpiexec, "-n", "2", *extra, "python3", "-c",
+                           "import os; print(len(os.sched_getaffinity(0)))"], env=env)
+        got = [int(x) for x in out.split()] if rc == 0 else []
+        check(got == [want, want], f"mpiexec -n 2 {' '.join(extra)}: CPUs allowed per rank {out!r} "
+              f"(want {want} each; rc {rc}: {err[-300:]})")
+
+
 def calibrate_across(mpiexec, asgd, tmp, env):
     """asgd calibrate with its probes across two nodes: the link figures name both nodes and
     the messages, and the network's CPU per byte is the exchanges' busy CPU less the quiet
@@ -282,6 +295,7 @@ def main():
             check(rc == 2 and "already up" in err, f"up twice: rc {rc} {err!r}")
             rc, out, _ = sh([cl, "status"])
             check(rc == 0 and out.count("1gbit") == 3, f"status: {out}")
+            unbound(os.path.join(DIR, "bin", "mpiexec"), env)
             protocols(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             calibrate_across(os.path.join(DIR, "bin", "mpiexec"), asgd, tmp, env)
             ack_class("1Gbit")
