@@ -97,8 +97,8 @@ SECTIONS = [
             what="virtual learners' cost and memory"),
     Section("model", 45, ["ASGD={b}/asgd tools/validate_model.sh -r 3 -o {w}/model"],
             what="the performance model, predicted against measured on one node", ok=(0, 1), per_cpu=True),
-    Section("cluster", 40, ["tools/validate_cluster.sh -L '1 2 4 6 8' -S '1 2 4' -p 'hardsync softsync nsync' -u 8 "
-                           "-l 200mbit -o {w}/cluster",
+    Section("cluster", 80, ["tools/validate_cluster.sh -L '1 2 4 6 8' -S '1 2 4' -p 'hardsync softsync nsync' -u 8 "
+                           "-r 3 -l 200mbit -o {w}/cluster",
                            "tools/zhang_speedup.sh -c -o {w}/zhang-cluster"], needs=["root", "ompi"],
             what="the model across the emulated cluster's nodes", ok=(0, 1), per_cpu=True),
     Section("papers", 1, [suite_table("paine2013-virtual-quick", "papers")],

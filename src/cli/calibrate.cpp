@@ -53,25 +53,6 @@ constexpr int kCoresProbeRounds = 5;  // the cores probe's interleaved rounds of
 // The least a phase of a cores-probe round lasts (5 minibatches of cifar10-18pct at batch 4: 20 ms).
 constexpr double kCoresProbePhase_s = 0.25;
 
-// One model's compute entry; its parameter count through n_params.
-perf::ComputeEntry compute_entry(const CalibrateOptions& o, const std::string& model, int batch, index_t& n_params) {
-  Stepper st(model, batch, o.threads);
-  n_params = st.n_params();
-  const std::vector<double> t = st.times_lasting(2, o.steps);
-  const Stats s = stats(t);
-  perf::ComputeEntry e;
-  e.model = model;
-  e.batch = batch;
-  e.threads = o.threads;
-  const std::string how = fmt::format("asgd calibrate {}: {} minibatch gradients of {} (forward, loss, backward) "
-                                      "after 2 untimed, {} thread{}, one process",
-                                      today(), t.size(), model, o.threads, o.threads == 1 ? "" : "s");
-  e.seconds = measured(s.mean, "mean of " + how);
-  e.cv = measured(s.cv, "standard deviation over mean of " + how);
-  spdlog::info("compute  {:<14} batch {:<4} {:8.2f} ms  (cv {:.3f})", model, batch, 1e3 * s.mean, s.cv);
-  return e;
-}
-
 // T = a + b B: the bandwidth term b from least squares over the sizes of
 // 1 MiB and more (smaller ones sit in the caches and would flatter it), the
 // latency a from the smallest size's time less its b B.
@@ -245,7 +226,7 @@ int cmd_calibrate(const CalibrateOptions& o) {
     for (const auto& m : o.models)
       for (int b : o.batches) {
         index_t n = 0;
-        p.compute.push_back(compute_entry(o, m, b, n));
+        p.compute.push_back(compute_entry(m, b, o.threads, o.steps, n));
         if (n > largest) biggest = m;
         largest = std::max(largest, n);
       }

@@ -17,12 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "cli/stepper.hpp"
 #include "common/clock.hpp"
 #include "config/config.hpp"
 #include "common/error.hpp"
 #include "ps/doorbell.hpp"
 #include "ps/mpi_util.hpp"
 #include "ps/shard_core.hpp"
+#include "report/stats.hpp"
 
 namespace asgd::cli {
 
@@ -193,6 +195,42 @@ void wake_figures(perf::Profile& p) {
                                             "sleep, median of {}", today(),
                                             cpus.size() >= 2 ? "another CPU" : "the same CPU", n));
   spdlog::info("wake     a doorbell ends a sleep {:.1f} us after its ring", 1e6 * p.wake->doorbell_s->value);
+}
+
+// The minibatches are timed in kComputeRounds rounds of `steps` each (at least
+// Stepper::kTimedAtLeast_s a round), and the figures are the median of the
+// rounds' means and of their coefficients of variation: another process that
+// takes the cores for a moment (a daemon starting, a page cache flush) moves
+// one round, not the figure, while a spread the steps always have is in every
+// round.
+constexpr int kComputeRounds = 5;
+
+perf::ComputeEntry compute_entry(const std::string& model, int batch, int threads, int steps, index_t& n_params) {
+  Stepper st(model, batch, threads);
+  n_params = st.n_params();
+  std::vector<double> means, cvs;
+  std::size_t timed = 0;
+  for (int r = 0; r < kComputeRounds; ++r) {
+    const std::vector<double> t = st.times_lasting(r == 0 ? 2 : 0, steps);
+    const Stats s = stats(t);
+    means.push_back(s.mean);
+    cvs.push_back(s.cv);
+    timed += t.size();
+  }
+  const double mean = report::median(means), cv = report::median(cvs);
+  perf::ComputeEntry e;
+  e.model = model;
+  e.batch = batch;
+  e.threads = threads;
+  const std::string how = fmt::format("asgd calibrate {}: {} rounds of minibatch gradients of {} (forward, loss, "
+                                      "backward; {} timed in all, after 2 untimed), {} thread{}, one process",
+                                      today(), kComputeRounds, model, timed, threads, threads == 1 ? "" : "s");
+  e.seconds = measured(mean, "median of the rounds' means: " + how);
+  e.cv = measured(cv, "median of the rounds' standard deviation over mean: " + how);
+  spdlog::info("compute  {:<14} batch {:<4} {:8.2f} ms  (cv {:.3f}; rounds {:.2f}..{:.2f} ms)", model, batch,
+               1e3 * mean, cv, 1e3 * *std::min_element(means.begin(), means.end()),
+               1e3 * *std::max_element(means.begin(), means.end()));
+  return e;
 }
 
 }  // namespace asgd::cli
