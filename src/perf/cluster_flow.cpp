@@ -58,10 +58,16 @@ void Cluster::rates() {
     if (a.live && spec_.duplex && !(cores_res_ >= 0 && on_cores(a))) net_cpu_ += a.rate * spec_.cpu_s_per_byte;
   if (cores_res_ < 0) return;
   // the cores: what the flowing bytes leave, shared when the working ranks
-  // (and, ranks outnumbering the cores, the waiting ones) want more
+  // (and, ranks outnumbering the cores, the waiting ones) want more. With
+  // the ranks outnumbering the cores, the waiting ones' polls land on every
+  // core, busy or not: a core that computes carries its share of them even
+  // while another core is idle, so the working ranks share the cores' room
+  // with the polls as if every core were taken.
   const double working = users_[static_cast<std::size_t>(cores_res_)];
   const double ranks = spec_.learners + spec_.shards;
-  const double want = working + (ranks > spec_.cores ? waiting_load(ranks - working) : 0.0);
+  const bool crowded = ranks > spec_.cores;
+  const double want = (crowded ? std::max(working, spec_.cores) : working) +
+                      (crowded ? waiting_load(ranks - working) : 0.0);
   net_cpu_ = std::min(net_cpu_, 0.95 * spec_.cores);
   const double left = spec_.cores - net_cpu_;
   const double cpu = working > 0 && want > left ? std::min(1.0, left / want) : 1.0;

@@ -151,6 +151,23 @@ TEST(Cluster, CoresAreSharedWhenRanksOutnumberThem) {
   e.start(0);
   e.next();
   EXPECT_NEAR(e.now(), 0.1, 1e-12);
+  // one learner computing, two shards waiting (0.2 of a core each) on 2
+  // cores: the polls land on the computing core as on the idle one, 2 / 2.4
+  ClusterSpec t = one(10);
+  t.shards = 2;
+  t.shard_params = {5, 5};
+  t.cores = 2;
+  t.waiting_rank_load = 0.2;
+  Cluster f(t, [](int) { return 0.1; });
+  f.start(0);
+  f.next();
+  EXPECT_NEAR(f.now(), 0.12, 1e-12);
+  // as many cores as ranks: the learner has a core of its own
+  t.cores = 3;
+  Cluster g(t, [](int) { return 0.1; });
+  g.start(0);
+  g.next();
+  EXPECT_NEAR(g.now(), 0.1, 1e-12);
 }
 
 TEST(Cluster, ShardsSplitTheBytesAndTheApply) {

@@ -132,8 +132,8 @@ TEST_P(Virtual, ProfileRunsAreModelledDeterministicAndServerBound) {
   EXPECT_NE(a.timing_model_json.find("\"contention\""), std::string::npos) << a.timing_model_json;
   EXPECT_NE(a.timing_model_json.find("\"profile\":\"fast\""), std::string::npos) << a.timing_model_json;
   EXPECT_NE(a.timing_model_json.find("\"modelled\":true"), std::string::npos) << a.timing_model_json;
-  // 4 learners at 10 ms a minibatch (6 ranks on 2 cores): far more than a
-  // server that takes 50 ms per push can take
+  // 4 learners at 10 ms a minibatch (5 ranks on 2 cores): far more than a
+  // server that takes 50 ms of CPU per push can take
   c.profile = profile("slow", 5e-2 / static_cast<double>(asgd::io::read_checkpoint(
                                                              (dir_ / "t" / "checkpoints" / "a.h5").string())
                                                              .weights.size()));
@@ -144,9 +144,12 @@ TEST_P(Virtual, ProfileRunsAreModelledDeterministicAndServerBound) {
   const double per_push = s.updates.back().wall_s / static_cast<double>(pushes);
   EXPECT_GT(per_push, 0.05);  // never faster than the server
   // asynchronous pushes queue at the server: it is the bottleneck (hardsync
-  // adds a compute step per round, nsync's short run its start)
+  // adds a compute step per round, nsync's short run its start). Its apply
+  // shares the cores with the 4 waiting learners' polls (0.1 of a core
+  // each), which land on its core as on the idle one: 50 ms x (2 + 0.4) / 2
   if (std::string(GetParam()) == "softsync") {
-    EXPECT_LT(per_push, 0.05 * 1.1);
+    EXPECT_GT(per_push, 0.06 * 0.98);
+    EXPECT_LT(per_push, 0.06 * 1.05);
   }
   EXPECT_LT(s.summary.samples_per_s, a.summary.samples_per_s / 2);
 }
