@@ -40,7 +40,8 @@
 //    its next push only when they are sent (all but the buffers' bytes).
 //  - CPU work (compute steps, a shard's apply) shares `cores` processors
 //    when the ranks (learners + shards) outnumber them: each working rank
-//    runs at min(1, cores / (working + waiting load)), where a waiting rank
+//    runs at min(1, cores / (max(working, cores) + waiting load)) (the
+//    waiting ranks' polls land on every core, busy or not), where a waiting rank
 //    (MPI's polite waits) takes a share of a core while it waits and what
 //    its polls cost (perf/wake.hpp PollCost): with a `wake` schedule the two
 //    come from the calibration's loads of a rank that has waited long

@@ -65,9 +65,8 @@ void Cluster::rates() {
   // with the polls as if every core were taken.
   const double working = users_[static_cast<std::size_t>(cores_res_)];
   const double ranks = spec_.learners + spec_.shards;
-  const bool crowded = ranks > spec_.cores;
-  const double want = (crowded ? std::max(working, spec_.cores) : working) +
-                      (crowded ? waiting_load(ranks - working) : 0.0);
+  const double want =
+      ranks > spec_.cores ? std::max(working, spec_.cores) + waiting_load(ranks - working) : working;
   net_cpu_ = std::min(net_cpu_, 0.95 * spec_.cores);
   const double left = spec_.cores - net_cpu_;
   const double cpu = working > 0 && want > left ? std::min(1.0, left / want) : 1.0;
